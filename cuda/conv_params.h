@@ -1,0 +1,41 @@
+// One 2-D convolution as the FFI handlers receive it: sizes, element strides of every
+// logical axis (so any layout permutation XLA hands over is addressed directly), padding,
+// and the planner's decisions. Shared by the CPU handler, the CUDA handler and the kernels.
+#pragma once
+
+#include <cstdint>
+
+namespace fastconv {
+
+// Plan methods: the values of the first entry of the "plan" attribute
+// (jax_fastconv/planner.py, Plan.kernel_attrs, keeps the same numbering).
+enum Method : int64_t {
+  kDirect = 0,         // straightforward direct convolution (any shape)
+  kSingleChannel = 1,  // paper section 3.1 (C == 1)
+  kMultiChannel = 2,   // paper section 3.2, stride-fixed block (C > 1)
+};
+
+constexpr int kPlanLen = 8;
+
+struct ConvParams {
+  int64_t N, C, H, W;        // input (logical NCHW)
+  int64_t M, KH, KW;         // filters (logical OIHW: M x C x KH x KW)
+  int64_t OH, OW;            // output (logical N x M x OH x OW)
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left;  // may be negative; bottom/right follow from OH/OW
+  // element strides of the logical axes
+  int64_t x_sn, x_sc, x_sh, x_sw;  // lhs   (n, c, h, w)
+  int64_t w_so, w_si, w_sh, w_sw;  // rhs   (m, c, kh, kw)
+  int64_t y_sn, y_sc, y_sh, y_sw;  // out   (n, m, oh, ow)
+  // plan[0] = Method; plan[1..7] method-specific (see planner.Plan.kernel_attrs):
+  //   kSingleChannel: [1, division (1: filters across blocks, rows in P pieces;
+  //                    2: rows across blocks, filters in Q pieces), P, Q,
+  //                    filters_per_block, rows_per_block, prefetch (1) / volume (0), threads]
+  //   kMultiChannel:  [2, S (elements of ch per segment), M', W'x, W'y, c_split, threads, 0]
+  int64_t plan[kPlanLen];
+
+  int64_t method() const { return plan[0]; }
+  int64_t out_elems() const { return N * M * OH * OW; }
+};
+
+}  // namespace fastconv
