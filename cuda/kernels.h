@@ -1,0 +1,24 @@
+// Launchers of the CUDA convolution kernels, one per kernel family (one .cu file each).
+// Each returns the first CUDA error it met (launch or configuration) and never syncs,
+// so the FFI handler stays command-buffer compatible. y is fully written by every launcher.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "conv_params.h"
+
+namespace fastconv {
+
+// direct_conv.cu: the straightforward kernel, any shape/stride/layout (the fallback path).
+cudaError_t launch_direct(const ConvParams& p, const float* x, const float* w, float* y,
+                          cudaStream_t stream);
+
+// single_channel.cu: paper section 3.1 (requires C == 1, stride 1).
+cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                  cudaStream_t stream);
+
+// multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, stride 1).
+cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                 cudaStream_t stream);
+
+}  // namespace fastconv
