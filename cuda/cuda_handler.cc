@@ -1,0 +1,50 @@
+// CUDA FFI handler: decodes the attributes and launches the kernel the plan names.
+// No syncs or allocations: marked command-buffer compatible (CUDA graphs).
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "ffi_conv_attrs.h"
+#include "kernels.h"
+
+namespace fastconv {
+namespace {
+
+cudaError_t LaunchPlanned(const ConvParams& p, const float* x, const float* w, float* y,
+                          cudaStream_t stream) {
+  switch (p.method()) {
+#ifdef FASTCONV_HAVE_SINGLE_CHANNEL
+    case kSingleChannel: return launch_single_channel(p, x, w, y, stream);
+#endif
+#ifdef FASTCONV_HAVE_MULTI_CHANNEL
+    case kMultiChannel: return launch_multi_channel(p, x, w, y, stream);
+#endif
+    default: return launch_direct(p, x, w, y, stream);
+  }
+}
+
+ffi::Error ConvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
+                        ffi::ResultBuffer<ffi::F32> y, I64Span dims, I64Span conv, I64Span xs,
+                        I64Span ws, I64Span ys, I64Span plan) {
+  ConvParams p;
+  ffi::Error err = DecodeConvParams(dims, conv, xs, ws, ys, plan, x.element_count(),
+                                    w.element_count(), y->element_count(), &p);
+  if (err.failure()) return err;
+  const cudaError_t status = LaunchPlanned(p, x.typed_data(), w.typed_data(), y->typed_data(), stream);
+  if (status != cudaSuccess)
+    return ffi::Error::Internal(std::string("fastconv CUDA kernel (method ") +
+                                std::to_string(p.method()) + "): " + cudaGetErrorString(status));
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ConvCuda, ConvCudaImpl,
+                              BindConvAttrs(ffi::Ffi::Bind()
+                                                .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                                .Arg<ffi::Buffer<ffi::F32>>()
+                                                .Arg<ffi::Buffer<ffi::F32>>()
+                                                .Ret<ffi::Buffer<ffi::F32>>()),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace fastconv
