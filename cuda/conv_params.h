@@ -5,6 +5,12 @@
 
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define FASTCONV_HD __host__ __device__
+#else
+#define FASTCONV_HD
+#endif
+
 namespace fastconv {
 
 // Plan methods: the values of the first entry of the "plan" attribute
@@ -34,8 +40,8 @@ struct ConvParams {
   //   kMultiChannel:  [2, S (elements of ch per segment), M', W'x, W'y, c_split, threads, 0]
   int64_t plan[kPlanLen];
 
-  int64_t method() const { return plan[0]; }
-  int64_t out_elems() const { return N * M * OH * OW; }
+  FASTCONV_HD int64_t method() const { return plan[0]; }
+  FASTCONV_HD int64_t out_elems() const { return N * M * OH * OW; }
 };
 
 }  // namespace fastconv
