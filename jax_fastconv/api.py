@@ -6,7 +6,6 @@ Flow: normalise once (spec.normalize) -> decide fast path or lax fallback (with 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 from typing import Any
 
@@ -81,16 +80,11 @@ def _uncovered_reason(spec: ConvSpec, out_sharding, platform: str) -> str | None
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def _device_hardware():
-    return hw_mod.current_hardware()
-
-
 def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
     platform = _target_platform()
     reason = _uncovered_reason(spec, out_sharding, platform)
-    hw = hw_mod.resolve_hardware(hardware) if hardware is not None else (
-        _device_hardware() if platform == "cuda" else None)
+    # The device we lower for (or $JAX_FASTCONV_HARDWARE); the CPU path needs no hardware model.
+    hw = hw_mod.resolve_hardware(hardware) if (hardware is not None or platform == "cuda") else None
     if reason is not None:
         return Explanation("lax", reason, spec, None)
     plan = planner.plan_cached(spec, hw)
@@ -168,5 +162,4 @@ def plan(lhs, rhs, window_strides=(1, 1), padding="VALID", dimension_numbers=Non
     rhs_shape, _ = _shape_dtype(rhs, "rhs")
     spec = normalize(lhs_shape, rhs_shape, window_strides, padding, lhs_dilation, rhs_dilation,
                      dimension_numbers, lhs_dtype=dtype)
-    hw = hw_mod.resolve_hardware(hardware) if hardware is not None else _device_hardware()
-    return planner.plan_cached(spec, hw)
+    return planner.plan_cached(spec, hw_mod.resolve_hardware(hardware))

@@ -1,0 +1,450 @@
+"""The trace-time planner: the paper's model (sections 2.2, 3.1, 3.2) on the presets.
+
+Pure Python, no GPU. Expected values for the GTX 1080Ti are hand-computed from the formulas
+documented in jax_fastconv/planner.py (the arithmetic is in the comments next to each case).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+try:
+    from jax_fastconv import hardware as hwm, planner as pl
+    from jax_fastconv.spec import spec_from_logical
+except Exception:  # the package __init__ mid-edit: load the three modules from their files
+    def _load(name):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "jax_fastconv" / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+    _spec_mod = _load("spec")
+    hwm = _load("hardware")
+    pl = _load("planner")
+    spec_from_logical = _spec_mod.spec_from_logical
+
+GTX = hwm.PRESETS["gtx1080ti"]
+
+
+def sc(H, M, K, padding="VALID", N=1):
+    return spec_from_logical(N, 1, H, H, M, K, K, padding=padding)
+
+
+# ---------------------------------------------------------------- Table 1 / section 2.2
+def test_table1_gtx1080ti_exact():
+    lat = pl.latency_model(GTX)
+    assert lat["latency_cycles"] == 258
+    assert lat["bytes_per_clock"] == 327
+    assert lat["N_FMA"] == 66048
+    assert lat["data_requirement"] == 84366
+    assert lat["threads_required"] == 21120
+    assert lat["threads_per_SM"] == 768
+    assert lat["warps_per_SM"] == 24
+    assert lat["bytes_per_SM"] == 3072
+    assert lat["V_s"] == 86016
+    assert lat["loads_in_flight_per_thread"] == 1
+
+
+@pytest.mark.parametrize("name,n_fma,bpc,threads_per_sm", [
+    ("h100", 650 * 128 * 2, 1691, 2112),   # 3.35e12/1.98e9 = 1691.9; ceil(1691*650/4/32/132)=66 warps
+    ("h200", 690 * 128 * 2, 2424, 3168),   # 4.8e12/1.98e9 = 2424.2; 2424*690/4 -> 99 warps/SM
+])
+def test_latency_model_hopper(name, n_fma, bpc, threads_per_sm):
+    hw = hwm.PRESETS[name]
+    lat = pl.latency_model(hw)
+    assert lat["N_FMA"] == n_fma
+    assert lat["bytes_per_clock"] == bpc
+    assert lat["threads_per_SM"] == threads_per_sm
+    assert lat["V_s"] == threads_per_sm * 4 * 132
+    # more threads than an SM holds: each thread keeps several loads in flight
+    assert lat["loads_in_flight_per_thread"] == math.ceil(threads_per_sm / 2048) >= 2
+
+
+def test_calibrated_fma_rate_enters_n_fma():
+    hw = GTX.replace(fma_per_core_per_clock=0.5)
+    assert pl.latency_model(hw)["N_FMA"] == 33024
+
+
+# ---------------------------------------------------------------- section 3.1, hand-computed
+# fields: P_lower, P_upper, Q_lower, Q_upper, D1, Th1, D2, Th2, kernel_attrs
+# On the 1080Ti: 2 blocks/SM -> N_block 56, S_shared 49152 B/block, N_FMA/block 33024,
+# 512 threads -> 64 registers/thread (32 + K*K fixed, the rest stages the next piece).
+SINGLE_CASES = {
+    # 224x224, M=64, K=3 VALID: OH=OW=222, line 224 px.
+    # D1: fpb=ceil(64/56)=2; 4(18+(ceil(222/P)+2)224) <= 49152 -> rows <= 52, regs -> rows <= 50
+    #     -> P >= 5: rows 45, D1 = 4(18+47*224) = 42184, Th1 = 9*2*45*222 = 179820;
+    #     Th1 >= 33024 -> rows >= 9 -> P <= 27.
+    # D2: rows2=ceil(222/56)=4, Q=1: D2 = 4(576+6*224) = 7680, Th2 = 9*64*4*222 = 511488;
+    #     ceil(64/Q) >= 5 -> Q <= 15. D2 < D1 -> division 2.
+    "224/64/3": (sc(224, 64, 3), 5, 27, 1, 15, 42184, 179820, 7680, 511488,
+                 (1, 2, 1, 1, 64, 4, 1, 512)),
+    # 1024x1024, M=32, K=5: OH=OW=1020, line 1024 px. At 512 threads 64-57 = 7 staging
+    # registers cannot hold a piece; 256 threads -> 128 registers, 71 staging.
+    # D1: fpb=1; 4(25+(rows+4)1024) <= 49152 -> rows <= 7 -> P >= 146 (rows 7),
+    #     D1 = 4(25+11*1024) = 45156, Th1 = 25*7*1020 = 178500; rows >= 2 -> P <= 1019.
+    # D2: rows2 = 19 -> 4(25+23*1024) > 49152 for every Q: infeasible.
+    "1024/32/5": (sc(1024, 32, 5), 146, 1019, None, 32, 45156, 178500, None, None,
+                  (1, 1, 146, 1, 1, 1020, 1, 256)),
+    # 28x28, M=512, K=5: OH=OW=24, line 28 px.
+    # D1: fpb=10; P=1: D1 = 4(250+28*28) = 4136, Th1 = 250*24*24 = 144000; rows >= 6 -> P <= 4.
+    # D2: rows2=1; regs: ceil(25f/512) <= 7 -> f <= 143 -> Q >= 4 (f=128):
+    #     D2 = 4(3200+5*28) = 13360, Th2 = 25*128*24 = 76800; f >= 56 -> Q <= 9. D1 < D2.
+    "28/512/5": (sc(28, 512, 5), 1, 4, 4, 9, 4136, 144000, 13360, 76800,
+                 (1, 1, 1, 1, 10, 24, 1, 512)),
+    # 28x28, M=512, K=1 (volume mode): D1 = 4(10+28*28) = 3176, Th1 = 10*784 = 7840 < 33024;
+    # D2 = 4(512+28) = 2160, Th2 = 512*28 = 14336 < 33024. In flight: division 1
+    # 52 blocks * 3176 = 165152 >= V_s; division 2 28 blocks * 2160 = 60480 < V_s -> division 1.
+    "28/512/1": (sc(28, 512, 1), 1, None, 1, None, 3176, 7840, 2160, 14336,
+                 (1, 1, 1, 1, 10, 28, 0, 512)),
+    # 56x56, M=256, K=3: OH=OW=54, line 56. D1: fpb=5, 4(45+56*56) = 12724, Th1 = 45*54*54 =
+    # 131220, rows >= 14 -> P <= 4. D2: rows2=1, 4(2304+3*56) = 9888, Th2 = 9*256*54 = 124416,
+    # f >= 68 -> Q <= 3. D2 < D1 -> division 2.
+    "56/256/3": (sc(56, 256, 3), 1, 4, 1, 3, 12724, 131220, 9888, 124416,
+                 (1, 2, 1, 1, 256, 1, 1, 512)),
+    # 512x512, M=64, K=1: D1: fpb=2, 4(2+rows*512) <= 49152 -> rows <= 23 -> P >= 23,
+    # D1 = 47112, Th1 = 2*23*512 = 23552 < 33024 (rows >= 33 -> P <= 15 < 23: no prefetch).
+    # D2: rows2=10, 4(64+10*512) = 20736, Th2 = 64*10*512 = 327680, f >= 7 -> Q <= 10.
+    "512/64/1": (sc(512, 64, 1), 23, 15, 1, 10, 47112, 23552, 20736, 327680,
+                 (1, 2, 1, 1, 64, 10, 1, 512)),
+    # SAME padding: 224x224 out, line 226 px. D2: rows2=4, 4(576+6*226) = 7728,
+    # Th2 = 9*64*4*224 = 516096. D1 at P=5 (rows 45): 4(18+47*226) = 42560.
+    "224/64/3 SAME": (sc(224, 64, 3, "SAME"), 5, 27, 1, 15, 42560, 9 * 2 * 45 * 224, 7728,
+                      516096, (1, 2, 1, 1, 64, 4, 1, 512)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SINGLE_CASES))
+def test_single_channel_hand_computed(case):
+    spec, plo, phi, qlo, qhi, d1, th1, d2, th2, attrs = SINGLE_CASES[case]
+    plan = pl.make_plan(spec, GTX)
+    none = lambda v: "none" if v is None else v
+    infeasible = lambda v: "infeasible" if v is None else v
+    assert plan.method == "single_channel", plan.reason
+    assert plan["P_lower"] == none(plo)
+    assert plan["P_upper"] == none(phi)
+    assert plan["Q_lower"] == none(qlo)
+    assert plan["Q_upper"] == none(qhi)
+    assert plan["D1"] == infeasible(d1)
+    assert plan["Th1"] == infeasible(th1)
+    assert plan["D2"] == infeasible(d2)
+    assert plan["Th2"] == infeasible(th2)
+    assert plan.kernel_attrs == attrs
+    assert plan["division"] == attrs[1] and plan["P"] == attrs[2] and plan["Q"] == attrs[3]
+    assert plan["mode"] == ("prefetch" if attrs[6] else "volume")
+
+
+# ---------------------------------------------------------------- section 3.2, hand-computed
+# 1080Ti, one block of 256 threads per SM, S_shared 49152 (stage <= 24576), N_FMA 66048.
+MULTI_CASES = {
+    # OW=224 -> W'x=128. S=32: 8 elements, W'y = ceil(10/3) = 4, M' = ceil(66048/(8*128)) = 65
+    # (the paper's best: M'=64, W'x=128); stage = 32*65 + 4*4*130 = 4160; tiles 224*2*4.
+    "224/64->256/3": (spec_from_logical(1, 64, 224, 224, 256, 3, 3, padding="SAME"),
+                      32, 128, 4, 65, 4160, 1792, 1, (2, 8, 65, 128, 4, 1, 256, 0)),
+    # OW=12 -> W'x=32 (12 useful). S=32 needs M' >= 688, S=64 needs 344 > M=256: the most
+    # FMAs per stage is S=64, M'=256; W'y = ceil(18/3) = 6; stage = 64*256 + 4*6*34 = 17200.
+    # 12 tiles < 28 SMs: c_split = 3 (86 channels each).
+    "14/256->256/3": (spec_from_logical(1, 256, 14, 14, 256, 3, 3), 64, 32, 6, 256, 17200, 12, 3,
+                      (2, 16, 256, 32, 6, 3, 256, 0)),
+    # K=1, OW=28 -> W'x=32 (28 useful); S=32: W'y = 8 lines; M' = ceil(66048/(8*28)) = 295;
+    # stage = 32*295 + 4*8*32 = 10464; tiles 28*2 = 56 >= 28: no split.
+    "28/512->512/1": (spec_from_logical(1, 512, 28, 28, 512, 1, 1), 32, 32, 8, 295, 10464, 56, 1,
+                      (2, 8, 295, 32, 8, 1, 256, 0)),
+    # K=5, OW=252 -> W'x=128; S=32: W'y = ceil(12/5) = 3; M' = 65; stage = 2080 + 4*3*132.
+    "256/64->128/5": (spec_from_logical(1, 64, 256, 256, 128, 5, 5), 32, 128, 3, 65,
+                      2080 + 4 * 3 * 132, 252 * 2 * 2, 1, (2, 8, 65, 128, 3, 1, 256, 0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MULTI_CASES))
+def test_multi_channel_hand_computed(case):
+    spec, S, wx, wy, mp, stage, tiles, c_split, attrs = MULTI_CASES[case]
+    plan = pl.make_plan(spec, GTX)
+    assert plan.method == "multi_channel", plan.reason
+    assert plan["S"] == S
+    assert plan["W'x"] == wx
+    assert plan["W'y"] == wy
+    assert plan["M'"] == mp
+    assert plan["stage_bytes"] == stage
+    assert plan["output_tiles"] == tiles
+    assert plan["c_split"] == c_split
+    assert plan.kernel_attrs == attrs
+
+
+def test_multi_channel_paper_best_is_smallest_m_prime():
+    plan = pl.make_plan(MULTI_CASES["224/64->256/3"][0], GTX)
+    mp, s_e, wx = plan["M'"], plan["S_elems"], plan["W'x"]
+    assert mp * s_e * wx >= 66048 > (mp - 1) * s_e * wx   # smallest M' meeting N_FMA
+    assert plan["Th_stage"] == mp * s_e * wx
+
+
+def test_c_split_is_beyond_the_paper_and_said_so():
+    plan = pl.make_plan(MULTI_CASES["14/256->256/3"][0], hwm.PRESETS["h100"])
+    assert plan["c_split"] > 1 and "beyond the paper" in plan.reason
+    assert plan["output_tiles"] * plan["c_split"] >= 132
+    big = pl.make_plan(MULTI_CASES["224/64->256/3"][0], hwm.PRESETS["h100"])
+    assert big["c_split"] == 1 and "beyond the paper" not in big.reason
+
+
+# ---------------------------------------------------------------- direct fallbacks
+@pytest.mark.parametrize("spec,needle", [
+    (spec_from_logical(1, 1, 32, 32, 8, 3, 3, stride=(2, 2)), "stride"),
+    (spec_from_logical(1, 8, 32, 32, 8, 3, 3, stride=(1, 2)), "stride"),
+])
+def test_direct_for_uncovered_shapes(spec, needle):
+    plan = pl.make_plan(spec, GTX)
+    assert plan.method == "direct" and needle in plan.reason
+    assert plan.kernel_attrs == (0,) * 8
+
+
+def test_direct_for_dilation_and_dtype():
+    from jax_fastconv.spec import normalize
+    dil = normalize((1, 1, 16, 16), (4, 1, 3, 3), (1, 1), "VALID", rhs_dilation=(2, 2))
+    assert pl.make_plan(dil, GTX).method == "direct"
+    assert "dilation" in pl.make_plan(dil, GTX).reason
+    half = normalize((1, 4, 16, 16), (4, 4, 3, 3), (1, 1), "VALID", lhs_dtype="float16")
+    assert pl.make_plan(half, GTX).method == "direct"
+    grouped = normalize((1, 4, 16, 16), (4, 2, 3, 3), (1, 1), "VALID", feature_group_count=2)
+    assert "group" in pl.make_plan(grouped, GTX).reason
+
+
+def test_no_gpu_means_direct_on_cpu():
+    plan = pl.make_plan(sc(64, 8, 3), None)
+    assert plan.method == "direct" and "CPU" in plan.reason and plan.kernel_attrs[0] == 0
+
+
+def test_infeasible_division_falls_back_with_reason():
+    tiny = GTX.replace(shared_per_sm=4096, shared_per_block_optin=2048, name="tiny")
+    plan = pl.make_plan(sc(224, 64, 3), tiny)
+    assert plan.method == "direct"
+    assert "no division fits" in plan.reason
+    assert pl.make_plan(spec_from_logical(1, 8, 224, 224, 64, 3, 3), tiny.replace(
+        shared_per_sm=1024, shared_per_block_optin=1024)).method == "direct"
+
+
+# ---------------------------------------------------------------- invariants, every preset
+GRID = ([sc(H, M, K, pad) for H in (7, 28, 56, 224, 1024) for M in (1, 32, 512)
+         for K in (1, 3, 5) for pad in ("VALID", "SAME") if H >= K]
+        + [spec_from_logical(N, C, H, H, M, K, K, padding=pad, layout=lay)
+           for N in (1, 8) for C in (3, 64, 512) for H in (7, 14, 56, 224) for M in (64, 512)
+           for K in (1, 3, 5) for pad, lay in (("SAME", "NHWC"), ("VALID", "NCHW"))
+           if H >= K])
+
+
+def _partition_ok(ranges, extent):
+    assert ranges and all(lo < hi for lo, hi in ranges), ranges
+    assert ranges[0][0] == 0 and ranges[-1][1] == extent
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), ranges
+
+
+@pytest.mark.parametrize("preset", sorted(hwm.PRESETS))
+def test_every_plan_respects_limits_and_covers_output_once(preset):
+    hw = hwm.PRESETS[preset]
+    reserve = 1024 if hw.compute_capability >= (8, 0) else 0
+    methods = set()
+    for spec in GRID:
+        plan = pl.make_plan(spec, hw)
+        methods.add(plan.method)
+        hash(plan)
+        assert len(plan.kernel_attrs) == 8 and all(type(a) is int for a in plan.kernel_attrs)
+        assert plan.kernel_attrs[0] == pl.METHOD_IDS[plan.method]
+        d = spec.dims
+        ranges = pl.division_ranges(spec, plan)
+        for axis, extent in (("n", d["N"]), ("m", d["M"]), ("oh", d["OH"]), ("ow", d["OW"]),
+                             ("c", d["C"])):
+            _partition_ok(ranges[axis], extent)
+        if plan.method == "direct":
+            assert plan.reason
+            continue
+        T, b = plan["threads_per_block"], plan["blocks_per_SM"]
+        shared = plan["shared_bytes_per_block"]
+        assert T % 32 == 0 and T <= hw.max_threads_per_block and b * T <= hw.max_threads_per_sm
+        assert plan.kernel_attrs[-1 if plan.method == "single_channel" else 6] == T
+        assert shared <= plan["S_shared"] <= hw.shared_per_block_optin
+        assert b * (plan["S_shared"] + reserve) <= hw.shared_per_sm
+        assert plan["regs_per_thread"] <= plan["reg_budget"] <= hw.max_regs_per_thread
+        assert plan["regs_per_thread"] * T * b <= hw.regs_per_sm
+        if plan.method == "single_channel":
+            _, division, P, Q, fpb, rpb, prefetch, _ = plan.kernel_attrs
+            KK, line = d["KH"] * d["KW"], d["OW"] + d["KW"] - 1
+            max_m = max(hi - lo for lo, hi in ranges["m"])
+            max_rows = max(hi - lo for lo, hi in ranges["oh"])
+            # what a block holds, recomputed from the division itself
+            assert shared == 4 * (KK * max_m + (max_rows + d["KH"] - 1) * line)
+            th = KK * max_m * max_rows * d["OW"]
+            assert th == plan["Th%d" % division]
+            assert prefetch == int(th >= plan["N_FMA_block"])
+            if division == 1:
+                assert len(ranges["m"]) == plan["blocks_used"] and len(ranges["oh"]) == P
+                assert Q == 1 and rpb == d["OH"] and max_m == fpb
+            else:
+                assert len(ranges["oh"]) == plan["blocks_used"] and len(ranges["m"]) == Q
+                assert P == 1 and fpb == d["M"] and max_rows == rpb
+            assert plan["blocks_used"] <= plan["N_block"]
+        else:
+            _, s_e, mp, wx, wy, c_split, _, _ = plan.kernel_attrs
+            assert wx % 32 == 0 and 1 <= mp <= d["M"]
+            assert s_e in (8, 16) or s_e == d["C"] * d["KH"] * d["KW"] < 8
+            assert 2 * plan["stage_bytes"] == shared <= plan["S_shared"]
+            assert plan["stage_bytes"] == 4 * s_e * mp + 4 * wy * (wx + d["KW"] - 1)
+            assert len(ranges["c"]) == c_split
+            tiles = len(ranges["n"]) * len(ranges["m"]) * len(ranges["oh"]) * len(ranges["ow"])
+            assert tiles == plan["output_tiles"]
+            if plan["M'_lower"] <= plan["M'_upper"]:
+                assert mp == plan["M'_lower"] and plan["Th_stage"] >= plan["N_FMA"]
+            if c_split > 1:
+                assert hw.sm_count > tiles
+                assert tiles * c_split >= hw.sm_count or c_split == d["C"]   # at most C splits
+    assert {"single_channel", "multi_channel"} <= methods
+
+
+# ---------------------------------------------------------------- Plan object, cache, CLI
+def test_plan_is_frozen_hashable_and_cached():
+    spec = sc(224, 64, 3)
+    a, b = pl.make_plan(spec, GTX), pl.make_plan(spec, GTX)
+    assert a == b and hash(a) == hash(b)
+    with pytest.raises(Exception):
+        a.method = "direct"
+    pl.plan_cached.cache_clear()
+    first = pl.plan_cached(spec, GTX)
+    assert pl.plan_cached(spec, GTX) is first
+    assert pl.plan_cached.cache_info().hits == 1
+    assert pl.plan_cached(spec, hwm.PRESETS["h100"]) != first     # per device
+
+
+def test_describe_uses_paper_names():
+    text = pl.make_plan(sc(224, 64, 3), GTX).describe()
+    for needle in ("method: single_channel", "N_FMA = 66048", "V_s = 86016", "D1 = 42184",
+                   "Th2 = 511488", "division = 2", "reason:"):
+        assert needle in text, needle
+    mtext = pl.make_plan(MULTI_CASES["224/64->256/3"][0], GTX).describe()
+    assert "M' = 65" in mtext and "W'x = 128" in mtext and "W'y = 4" in mtext
+
+
+def _run_cli(argv):
+    parser = argparse.ArgumentParser()
+    pl.register_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_plan(capsys):
+    rc = _run_cli(["plan", "--hardware", "gtx1080ti", "--input", "1,1,224,224",
+                   "--filters", "64,1,3,3"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "N_FMA = 66048" in out and "V_s = 86016" in out
+    rc = _run_cli(["plan", "--hardware", "h100", "--input", "1,256,14,14", "--filters",
+                   "256,256,3,3", "--padding", "SAME", "--layout", "NHWC"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "multi_channel" in out and "N_FMA = 166400" in out
+    assert _run_cli(["plan", "--hardware", "h200", "--input", "1,3,8,8",
+                     "--filters", "4,2,3,3"]) == 2
+
+
+def test_cli_calibrate_without_extension(capsys, monkeypatch):
+    monkeypatch.setattr(hwm, "_extension", lambda: None)
+    monkeypatch.setattr(pl, "run_calibration", hwm.run_calibration)
+    assert _run_cli(["calibrate"]) == 1
+    assert "extension" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- hardware sources
+H100_PROPS = dict(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multiProcessorCount=132,
+                  clockRate_khz=1980000, memoryClockRate_khz=2619000, memoryBusWidth=5120,
+                  sharedMemPerMultiprocessor=233472, sharedMemPerBlockOptin=232448,
+                  regsPerMultiprocessor=65536, maxThreadsPerMultiProcessor=2048,
+                  maxThreadsPerBlock=1024, l2CacheSize=52428800)
+
+
+def test_hardware_from_properties():
+    hw = hwm.hardware_from_properties(H100_PROPS)
+    assert hw.source == "runtime" and hw.cores_per_sm == 128 and hw.latency_cycles == 650
+    assert hw.bandwidth_bytes_per_s == pytest.approx(3.352e12, rel=1e-3)
+    assert hw.clock_hz == 1.98e9 and hw.compute_capability == (9, 0)
+    assert hwm.cores_per_sm_for((8, 0)) == 64 and hwm.cores_per_sm_for((6, 1)) == 128
+
+
+class _FakeExt:
+    def __init__(self, props=H100_PROPS, fail=False):
+        self.props, self.fail = props, fail
+
+    def device_properties(self, ordinal):
+        if self.fail:
+            raise RuntimeError("no CUDA device")
+        return dict(self.props)
+
+    def calibrate(self, ordinal):
+        return dict(latency_cycles=700.4, copy_bytes_per_s=3.0e12,
+                    fma_per_s=132 * 128 * 1.9e9, clock_hz=1.9e9)
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("JAX_FASTCONV_HARDWARE", raising=False)
+    hwm.clear_caches()
+    yield tmp_path
+    hwm.clear_caches()
+
+
+def test_current_hardware_and_calibration_cache(cache_env, monkeypatch):
+    monkeypatch.setattr(hwm, "_extension", lambda: _FakeExt())
+    assert hwm.current_hardware().source == "runtime"
+    hw, result, path = hwm.run_calibration(0)
+    assert path.parent == cache_env and path.exists()
+    assert json.loads(path.read_text())["latency_cycles"] == 700.4
+    cur = hwm.current_hardware()
+    assert cur.source == "calibrated" and cur.latency_cycles == 700.4
+    assert cur.bandwidth_bytes_per_s == 3.0e12 and cur.clock_hz == 1.9e9
+    assert cur.fma_per_core_per_clock == pytest.approx(1.0)
+    assert pl.latency_model(cur)["N_FMA"] == math.ceil(700.4 * 128 * 2)
+
+
+def test_current_hardware_none_without_device(cache_env, monkeypatch):
+    monkeypatch.setattr(hwm, "_extension", lambda: _FakeExt(fail=True))
+    assert hwm.current_hardware() is None
+    hwm.clear_caches()
+    monkeypatch.setattr(hwm, "_extension", lambda: None)
+    assert hwm.current_hardware() is None and hwm.resolve_hardware() is None
+
+
+def test_cache_dir_respects_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAX_FASTCONV_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert hwm.cache_dir() == tmp_path / "jax_fastconv"
+
+
+def test_resolve_hardware_overrides(cache_env, monkeypatch, tmp_path):
+    monkeypatch.setattr(hwm, "_extension", lambda: None)
+    assert hwm.resolve_hardware("GTX1080Ti") is GTX
+    assert hwm.resolve_hardware("h200").bandwidth_bytes_per_s == 4.8e12
+    assert hwm.resolve_hardware(GTX) is GTX
+    with pytest.raises(ValueError):
+        hwm.resolve_hardware("rtx9090")
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h100")
+    assert hwm.resolve_hardware() is hwm.PRESETS["h100"]
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps({"base": "h100", "latency_cycles": 800, "name": "my H100"}))
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", str(f))
+    hw = hwm.resolve_hardware()
+    assert hw.latency_cycles == 800 and hw.sm_count == 132 and hw.source == "override"
+    assert pl.latency_model(hw)["N_FMA"] == 800 * 128 * 2
+    with pytest.raises(ValueError):   # partial, no base, no device
+        hwm.resolve_hardware({"latency_cycles": 500})
+    with pytest.raises(ValueError):
+        hwm.resolve_hardware({"base": "h100", "no_such_field": 1})
+    full = GTX.as_dict()
+    assert hwm.resolve_hardware(full).replace(source="preset") == GTX
+    # partial over the current device
+    monkeypatch.setattr(hwm, "_extension", lambda: _FakeExt())
+    hwm.clear_caches()
+    assert hwm.resolve_hardware({"latency_cycles": 500}).sm_count == 132
