@@ -1,0 +1,563 @@
+// Multi-channel direct convolution (C > 1, stride 1): the paper's section 3.2 "stride-fixed
+// block", realised as a register-blocked implicit-GEMM direct convolution on sm_90.
+//
+// ---------------------------------------------------------------------------------------------
+// The paper's symbols and where they live here
+//   S    : elements of ch per segment (plan[1]); BK below.  One pipeline stage holds, for ONE
+//          filter tap (kh,kw), S consecutive channels c0..c0+S-1 of
+//            * M' filters      -> Bs[S][M'+4]   (the "S bytes of each of M' filters")
+//            * W'x out pixels  -> As[S][W'x+4]  (the input pixels those outputs need at this tap)
+//          The reduction runs over (c-segment, kh, kw), tap innermost, so the K*K consecutive
+//          stages of one segment re-read the same input lines (the paper's W'y = K lines of the
+//          map per output line) from L1, and one full segment of every filter (S x K x K) streams
+//          through the block.  (Departure: the paper's W'y = ceil(S/(4K)) mixes bytes and taps;
+//          here a stage is one tap of an S-channel segment, which keeps every global access a
+//          run of S contiguous channels (NHWC) or W'x contiguous pixels (NCHW).)
+//   M'   : filters per block (plan[2]); BN below.
+//   W'x  : output pixels per block (plan[3]); BM below.  Pixels are the flattened (n, oh, ow)
+//          index, so a tile may span lines and images: small maps at batch N still fill tiles.
+//   W'y  : plan[4]: not a free parameter here (implied by the kernel height, see above); ignored.
+//   double buffering: STAGES-deep cp.async ring (STAGES >= 2; 2 is exactly the paper's double
+//          buffer, 3-4 hides Hopper's longer latency): segment s+STAGES-1 is in flight while
+//          segment s is computed.
+//   register blocking: each thread keeps a TM x TN (8x8 or 4x4) tile of outputs (pixels x
+//          filters) in registers; the inner loop is 2x float4 LDS of A + 2x float4 LDS of B per
+//          TM*TN FFMAs (plain fp32 FFMA, no tensor cores).
+//   c_split (beyond the paper, plan[5]): when (N*OH*OW / W'x) * (M / M') tiles cannot fill the
+//          SMs (batch 1, small maps) the (segment, tap) reduction is split over CS blocks of one
+//          thread-block CLUSTER (gridDim.z = CS, cluster dims (1,1,CS), CS <= 8, 16 for 32x64).  Each block
+//          parks its partial tile in its own shared memory; after cluster.sync() block r sums
+//          slice r of the tile over ranks 0..CS-1 in fixed order through distributed shared
+//          memory and writes it.  No scratch memory, one pass, deterministic (same bits every run).
+//
+// Plan -> launch mapping (launch_multi_channel)
+//   plan[1] S       : <= 8 -> BK = 8 (32-byte segments), > 8 -> BK = 16 (64-byte segments);
+//                     the 128x128 tile always uses BK = 8 (BK = 16 spills at 128 registers).
+//   plan[2] M'      : >= 96 -> BN = 128, else BN = 64.
+//   plan[3] W'x     : rounded to the nearest of {32, 64, 128}; tiles (BM x BN) supported:
+//                     128x128 (256 thr, 8x8/thread), 128x64 (128 thr, 8x8), 64x64 (128 thr, 8x4),
+//                     32x64 (128 thr, 4x4).  BN = 128 forces BM = 128; BM < 128 forces BN = 64.
+//   plan[4] W'y     : ignored (see above).
+//   plan[5] c_split : cluster size CS, clamped to [1, 8] (to [1, 16] for the 32x64 tile where
+//                     the device co-schedules a non-portable cluster of 16) and to the number of
+//                     reduction iterations; <= 0 -> chosen automatically (~3 blocks per SM).
+//   plan[6] threads : ignored (implied by the tile).
+//   If plan[0] != 2 or any of plan[1..3] <= 0 or absurd (> 4096), the whole configuration is
+//   chosen automatically from the shape and the SM count (auto_config below).
+//
+// Any layout: element strides of every logical axis are honoured; the A-tile loader picks the
+// coalesced mapping at launch (channel-fast when x_sc == 1, i.e. NHWC; pixel-fast otherwise,
+// e.g. NCHW); the filter loader likewise (HWIO: filter-fast; OIHW: channel-fast).  Padding
+// (negative too) is applied in the loader (cp.async zero-fill); any C, M, N, KH, KW.
+// The output tile is staged through shared memory and written with the coalesced mapping of the
+// output layout (filter-fast for NHWC, pixel-fast for NCHW).
+// Restrictions: stride 1 (else cudaErrorInvalidValue); the filter tensor must have fewer than
+// 2^31 elements (32-bit filter offsets; else cudaErrorInvalidValue).
+// ---------------------------------------------------------------------------------------------
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "kernels.h"
+
+namespace cg = cooperative_groups;
+
+namespace fastconv {
+namespace mc {
+
+struct KArgs {
+  const float* __restrict__ x;
+  const float* __restrict__ w;
+  float* __restrict__ y;
+  int C, H, W, M, KH, KW, OH, OW;
+  int pad_top, pad_left;
+  long long P;  // N * OH * OW output pixels
+  int x_sn, x_sc, x_sh, x_sw;  // 32-bit: the launcher splits N so x spans < 2^31 elements
+  int w_so, w_si, w_sh, w_sw;
+  long long y_sn, y_sc, y_sh, y_sw;
+  int T;        // reduction iterations = ceil(C / BK) * KH * KW
+  int b_mfast;  // filter loader: filter-fast (HWIO) or channel-fast (OIHW)
+  int y_mfast;  // output writer: filter-fast (NHWC) or pixel-fast (NCHW)
+};
+
+__device__ __forceinline__ void cp_async4(float* smem_ptr, const float* gptr, bool valid) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
+  int sz = valid ? 4 : 0;  // 0 -> zero-fill (padding, channel/filter tails)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+template <int BM, int BN, int BK, int TM, int TN, int STAGES>
+struct Cfg {
+  static constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
+  static constexpr int LDA = BM + 4, LDB = BN + 4, LDC = BN + 1;
+  static constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
+  static constexpr int PIPE = STAGES * (A_STAGE + B_STAGE);
+  static constexpr int CTILE = BM * LDC;
+  static constexpr int REGION = PIPE > CTILE ? PIPE : CTILE;  // floats (even: rowoff aligned)
+  static constexpr int REGION_AL = (REGION + 3) & ~3;
+  static constexpr size_t SMEM = size_t(REGION_AL) * 4 + size_t(BM) * 16;  // + rowoff, apix
+  static constexpr int EA = BM * BK / NT, EB = BN * BK / NT;
+  static constexpr int MINB = NT >= 256 ? 2 : 3;  // <= 128 (256 thr) or <= 168 (128 thr) regs
+  static_assert(TX % 8 == 0 && TY % 4 == 0, "warp tile is 4 (pixels) x 8 (filters) threads");
+  static_assert((BM * BK) % NT == 0 && (BN * BK) % NT == 0, "loader split");
+  static_assert(NT % BK == 0 && NT % BM == 0, "loader mappings");
+  static_assert(TM == 4 || TM == 8, "TM");
+  static_assert(TN == 4 || TN == 8, "TN");
+};
+
+// ACF: A (input) loader channel-fast (NHWC-like, x_sc == 1); otherwise pixel-fast.
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, bool ACF>
+__global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, BN, BK, TM, TN, STAGES>::MINB)
+    mc_kernel(const KArgs a) {
+  using G = Cfg<BM, BN, BK, TM, TN, STAGES>;
+  constexpr int NT = G::NT, LDA = G::LDA, LDB = G::LDB, LDC = G::LDC;
+  constexpr int EA = G::EA, EB = G::EB;
+  extern __shared__ __align__(16) float smem[];
+  float* As = smem;
+  float* Bs = smem + STAGES * G::A_STAGE;
+  long long* rowoff = reinterpret_cast<long long*>(smem + G::REGION_AL);
+  int2* apix = reinterpret_cast<int2*>(rowoff + BM);  // per tile pixel: x offset, (oh<<16)|ow
+
+  const int tid = threadIdx.x;
+  const long long p0 = (long long)blockIdx.x * BM;
+  const int m0 = blockIdx.y * BN;
+  const int CS = gridDim.z, zr = blockIdx.z;
+  const int it_begin = (int)(((long long)a.T * zr) / CS);
+  const int it_end = (int)(((long long)a.T * (zr + 1)) / CS);
+  const int nit = it_end - it_begin;
+  const int KK = a.KH * a.KW;
+
+  // Per tile pixel: output offset (epilogue) and input offset + packed (oh, ow) (A loader).
+  for (int m = tid; m < BM; m += NT) {
+    long long p = p0 + m;
+    long long off = -1;
+    int2 ap = make_int2(0, 0x7fff0000);  // oh = 32767: ih >= 16384 >= H for any tap
+    if (p < a.P) {
+      long long hw = (long long)a.OH * a.OW;
+      int n = (int)(p / hw);
+      int r = (int)(p - n * hw);
+      int oh = r / a.OW, ow = r - (r / a.OW) * a.OW;
+      off = n * a.y_sn + oh * a.y_sh + ow * a.y_sw;
+      ap.x = (int)(n * a.x_sn + (long long)oh * a.x_sh + (long long)ow * a.x_sw);
+      ap.y = (oh << 16) | ow;
+    }
+    rowoff[m] = off;
+    apix[m] = ap;
+  }
+  __syncthreads();
+
+  // ---- A loader mapping: channel-fast (k fixed, EA pixels) or pixel-fast (1 pixel, EA k's)
+  int a_k0, a_m0;
+  if (ACF) {
+    a_k0 = tid % BK;
+    a_m0 = tid / BK;
+  } else {
+    a_m0 = tid % BM;
+    a_k0 = tid / BM;
+  }
+  // ---- B loader setup: per element the 32-bit filter offset (tap 0, segment 0)
+  int boff[EB];
+#pragma unroll
+  for (int j = 0; j < EB; ++j) {
+    int idx = tid + j * NT;
+    int n = a.b_mfast ? idx % BN : idx / BK;
+    int k = a.b_mfast ? idx / BN : idx % BK;
+    boff[j] = (m0 + n < a.M) ? (m0 + n) * a.w_so + k * a.w_si : -1;
+  }
+
+  // reduction counters of the next stage to load: segment start c, tap (kh, kw)
+  int l_c, l_kh, l_kw;
+  {
+    int seg = it_begin / KK, tap = it_begin - seg * KK;
+    l_c = seg * BK;
+    l_kh = tap / a.KW;
+    l_kw = tap - l_kh * a.KW;
+  }
+
+  auto load_stage = [&](int buf) {
+    float* as = As + buf * G::A_STAGE;
+    float* bs = Bs + buf * G::B_STAGE;
+    const int dh = l_kh - a.pad_top, dw = l_kw - a.pad_left;
+    const int tapoff = dh * a.x_sh + dw * a.x_sw;
+    // A: W'x pixels x S channels of the input shifted by this tap
+#pragma unroll
+    for (int j = 0; j < EA; ++j) {
+      const int m = ACF ? a_m0 + j * (NT / BK) : a_m0;
+      const int k = ACF ? a_k0 : a_k0 + j * (NT / BM);
+      const int c = l_c + k;
+      const int2 ap = apix[m];
+      const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+      const bool v = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
+      const float* src = v ? a.x + (ap.x + tapoff + c * a.x_sc) : a.x;
+      cp_async4(as + k * LDA + m, src, v);
+    }
+    // B: S channels of M' filters at this tap
+    const int woff = l_c * a.w_si + l_kh * a.w_sh + l_kw * a.w_sw;
+#pragma unroll
+    for (int j = 0; j < EB; ++j) {
+      const int idx = tid + j * NT;
+      const int n = a.b_mfast ? idx % BN : idx / BK;
+      const int k = a.b_mfast ? idx / BN : idx % BK;
+      const bool v = boff[j] >= 0 && l_c + k < a.C;
+      const float* src = v ? a.w + (boff[j] + woff) : a.w;
+      cp_async4(bs + k * LDB + n, src, v);
+    }
+    // advance: tap innermost, then the next S-channel segment
+    if (++l_kw == a.KW) {
+      l_kw = 0;
+      if (++l_kh == a.KH) {
+        l_kh = 0;
+        l_c += BK;
+      }
+    }
+  };
+
+  // thread position: warps tile the block, each warp is 4 (pixel rows) x 8 (filter cols)
+  const int warp = tid >> 5, lane = tid & 31;
+  constexpr int WX = G::TX / 8;
+  const int ty = (warp / WX) * 4 + (lane >> 3);
+  const int tx = (warp % WX) * 8 + (lane & 7);
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+  // prologue: STAGES-1 segments in flight
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nit) load_stage(s);
+    cp_async_commit();
+  }
+  int rbuf = 0, wbuf = STAGES - 1;
+  for (int i = 0; i < nit; ++i) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // stage i visible to all; buffer (i-1)%STAGES free for reuse
+    if (i + STAGES - 1 < nit) load_stage(wbuf);
+    cp_async_commit();
+    wbuf = (wbuf + 1 == STAGES) ? 0 : wbuf + 1;
+
+    const float* as = As + rbuf * G::A_STAGE;
+    const float* bs = Bs + rbuf * G::B_STAGE;
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float ra[TM], rb[TN];
+      {
+        float4 v = *reinterpret_cast<const float4*>(as + k * LDA + ty * 4);
+        ra[0] = v.x; ra[1] = v.y; ra[2] = v.z; ra[3] = v.w;
+        if (TM == 8) {
+          float4 u = *reinterpret_cast<const float4*>(as + k * LDA + BM / 2 + ty * 4);
+          ra[TM / 2 + 0] = u.x; ra[TM / 2 + 1] = u.y; ra[TM / 2 + 2] = u.z; ra[TM / 2 + 3] = u.w;
+        }
+      }
+      {
+        float4 v = *reinterpret_cast<const float4*>(bs + k * LDB + tx * 4);
+        rb[0] = v.x; rb[1] = v.y; rb[2] = v.z; rb[3] = v.w;
+        if (TN == 8) {
+          float4 u = *reinterpret_cast<const float4*>(bs + k * LDB + BN / 2 + tx * 4);
+          rb[TN / 2 + 0] = u.x; rb[TN / 2 + 1] = u.y; rb[TN / 2 + 2] = u.z; rb[TN / 2 + 3] = u.w;
+        }
+      }
+#pragma unroll
+      for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) acc[ii][jj] = fmaf(ra[ii], rb[jj], acc[ii][jj]);
+    }
+    rbuf = (rbuf + 1 == STAGES) ? 0 : rbuf + 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // pipeline buffers dead: reuse as the output tile
+
+  // ---- epilogue: park the tile in shared memory (pixel-major, padded)
+  float* Cs = smem;
+#pragma unroll
+  for (int ii = 0; ii < TM; ++ii) {
+    const int row = (ii < 4) ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4);
+#pragma unroll
+    for (int jj = 0; jj < TN; ++jj) {
+      const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
+      Cs[row * LDC + col] = acc[ii][jj];
+    }
+  }
+  constexpr int TILE = BM * BN;
+  if (CS > 1) {
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // every rank's partial tile is parked
+    const int rank = (int)cluster.block_rank();
+    const int per = (TILE + CS - 1) / CS;
+    const int e_beg = rank * per;
+    const int e_end = min(TILE, e_beg + per);
+    for (int e = e_beg + tid; e < e_end; e += NT) {
+      int p, n;
+      if (a.y_mfast) { p = e / BN; n = e - p * BN; } else { n = e / BM; p = e - n * BM; }
+      const long long ro = rowoff[p];
+      if (ro >= 0 && m0 + n < a.M) {
+        float s = 0.f;
+        for (int q = 0; q < CS; ++q) {  // fixed order: deterministic
+          const float* rc = cluster.map_shared_rank(Cs, q);
+          s += rc[p * LDC + n];
+        }
+        a.y[ro + (long long)(m0 + n) * a.y_sc] = s;
+      }
+    }
+    cluster.sync();  // keep every rank's shared memory alive until all have read it
+  } else {
+    __syncthreads();
+    for (int e = tid; e < TILE; e += NT) {
+      int p, n;
+      if (a.y_mfast) { p = e / BN; n = e - p * BN; } else { n = e / BM; p = e - n * BM; }
+      const long long ro = rowoff[p];
+      if (ro >= 0 && m0 + n < a.M) a.y[ro + (long long)(m0 + n) * a.y_sc] = Cs[p * LDC + n];
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------- host side
+using KernelFn = void (*)(const KArgs);
+
+struct Choice {
+  int tile;  // 0: 128x128, 1: 128x64, 2: 64x64, 3: 32x64
+  int bk;    // 8 or 16
+  int cs;    // cluster split
+};
+
+constexpr int kTileBM[4] = {128, 128, 64, 32};
+constexpr int kTileBN[4] = {128, 64, 64, 64};
+
+template <int BM, int BN, int BK, int TM, int TN, int ST>
+struct Inst {
+  using G = Cfg<BM, BN, BK, TM, TN, ST>;
+  static KernelFn fn(bool acf) {
+    return acf ? mc_kernel<BM, BN, BK, TM, TN, ST, true> : mc_kernel<BM, BN, BK, TM, TN, ST, false>;
+  }
+};
+
+static void kernel_for(const Choice& ch, bool acf, KernelFn* fn, int* nt, size_t* smem) {
+#define MC_CASE(T, BK_, BM, BN, TM, TN, ST)              \
+  if (ch.tile == T && ch.bk == BK_) {                     \
+    using I = Inst<BM, BN, BK_, TM, TN, ST>;              \
+    *fn = I::fn(acf);                                     \
+    *nt = I::G::NT;                                       \
+    *smem = I::G::SMEM;                                   \
+    return;                                               \
+  }
+  MC_CASE(0, 8, 128, 128, 8, 8, 3)
+  MC_CASE(1, 8, 128, 64, 8, 8, 3)
+  MC_CASE(1, 16, 128, 64, 8, 8, 3)
+  MC_CASE(2, 8, 64, 64, 8, 4, 4)
+  MC_CASE(2, 16, 64, 64, 8, 4, 4)
+  MC_CASE(3, 8, 32, 64, 4, 4, 4)
+  MC_CASE(3, 16, 32, 64, 4, 4, 4)
+#undef MC_CASE
+  *fn = nullptr;
+}
+
+// Largest cluster (split) the launch may use for a tile: 8 (portable), 16 for the 32x64 tile
+// where the device can co-schedule a non-portable cluster of 16 (queried once per process).
+static int max_cluster(int tile) {
+  if (tile != 3) return 8;
+  static int cached = 0;
+  if (cached) return cached;
+  int res = 8;
+  KernelFn fn = nullptr;
+  int nt = 0;
+  size_t smem = 0;
+  kernel_for(Choice{3, 16, 16}, true, &fn, &nt, &smem);
+  if (fn && cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1, 1, 16);
+    cfg.blockDim = dim3(nt, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 16;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int nclusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&nclusters, fn, &cfg) == cudaSuccess && nclusters >= 4)
+      res = 16;
+  }
+  cudaGetLastError();  // clear anything the probe left
+  cached = res;
+  return res;
+}
+
+static int sm_count() {
+  int dev = 0, n = 132;
+  if (cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0)
+    return n;
+  return 132;
+}
+
+static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+
+static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) * p.KH * p.KW); }
+
+// Automatic configuration.  Measured on H200 (notes): a block's efficiency is best for the
+// 128x64 tile (8x8 outputs per thread) and drops with 64x64 / 32x64 (fewer FFMAs per LDS);
+// and a grid of fewer than ~3 resident blocks per SM starves the FFMA pipes.  So: take the
+// largest tile that either has >= 2 tiles per SM unsplit, or for which a cluster split of <= 8
+// (each rank keeping >= 16 reduction steps) reaches ~3 blocks per SM; the last resort (batch 1, tiny maps) is the 32x64 tile with the
+// largest split the reduction allows (up to 16, non-portable cluster, where the device takes it).
+static int max_cluster(int tile);
+static Choice auto_config(const ConvParams& p, int sms) {
+  const long long P = p.N * p.OH * p.OW;
+  Choice ch{3, 8, 1};
+  ch.bk = (p.C >= 32 && p.C % 16 == 0) ? 16 : 8;
+  const int T = iterations(p, ch.bk);
+  const long long target = 3LL * sms;
+  const int order[3] = {1, 2, 3};
+  for (int t : order) {
+    long long tiles = cdiv(P, kTileBM[t]) * cdiv(p.M, kTileBN[t]);
+    if (tiles >= 2LL * sms) { ch.tile = t; ch.cs = 1; return ch; }  // split costs more than it gains
+    long long cs = cdiv(target, tiles);
+    if (cs <= 8 && cs <= T / 16) { ch.tile = t; ch.cs = (int)(cs < 1 ? 1 : cs); return ch; }
+  }
+  ch.tile = 3;
+  long long tiles = cdiv(P, kTileBM[3]) * cdiv(p.M, kTileBN[3]);
+  long long cs = cdiv(target, tiles);
+  const int cmax = max_cluster(3);
+  if (cs > cmax) cs = cmax;
+  if (cs > T / 4) cs = T / 4;
+  ch.cs = (int)(cs < 1 ? 1 : cs);
+  return ch;
+}
+
+static Choice plan_config(const ConvParams& p, int sms) {
+  Choice ch = auto_config(p, sms);
+  const int64_t S = p.plan[1], Mp = p.plan[2], Wx = p.plan[3], split = p.plan[5];
+  const bool valid = p.plan[0] == kMultiChannel && S > 0 && Mp > 0 && Wx > 0 && S <= 4096 &&
+                     Mp <= 4096 && Wx <= 4096;
+  if (valid) {
+    ch.bk = S <= 8 ? 8 : 16;
+    if (Mp >= 96) {
+      ch.tile = 0;
+    } else {
+      // nearest of {128, 64, 32} (geometric midpoints 90, 45)
+      ch.tile = Wx >= 91 ? 1 : (Wx >= 46 ? 2 : 3);
+    }
+    if (split > 0) {
+      const int cmax = max_cluster(ch.tile);
+      ch.cs = (int)(split > cmax ? cmax : split);
+    } else {
+      long long tiles = cdiv(p.N * p.OH * p.OW, kTileBM[ch.tile]) * cdiv(p.M, kTileBN[ch.tile]);
+      ch.cs = 1;
+      if (tiles < sms) {
+        long long want = cdiv(2LL * sms, tiles);
+        ch.cs = (int)(want < 8 ? want : 8);
+      }
+    }
+  }
+  if (ch.tile == 0) ch.bk = 8;  // 128x128 with 64-byte segments would spill at 128 regs
+  const int T = iterations(p, ch.bk);
+  if (ch.cs > T) ch.cs = T > 0 ? T : 1;
+  if (ch.cs < 1) ch.cs = 1;
+  return ch;
+}
+
+}  // namespace mc
+
+// Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
+int multi_channel_describe(const ConvParams& p, char* buf, int len) {
+  mc::Choice ch = mc::plan_config(p, mc::sm_count());
+  return snprintf(buf, len, "%dx%d/S%d/cs%d", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile], ch.bk,
+                  ch.cs);
+}
+
+cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                 cudaStream_t stream) {
+  if (p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
+  if (p.N < 0 || p.C < 0 || p.M < 0 || p.KH < 1 || p.KW < 1 || p.OH < 0 || p.OW < 0)
+    return cudaErrorInvalidValue;
+  const long long P = p.N * p.OH * p.OW;
+  if (P == 0 || p.M == 0) return cudaSuccess;  // nothing to write
+  // 32-bit filter offsets: largest offset must fit
+  const long long wmax = (p.M - 1) * llabs(p.w_so) + (p.C - 1 + 16) * llabs(p.w_si) +
+                         (p.KH - 1) * llabs(p.w_sh) + (p.KW - 1) * llabs(p.w_sw);
+  if (wmax >= (1LL << 31) || p.w_so < 0 || p.w_si < 0 || p.w_sh < 0 || p.w_sw < 0)
+    return cudaErrorInvalidValue;
+  // packed (oh << 16 | ow) pixel coordinates and the out-of-range sentinel need these
+  if (p.H > 16384 || p.W > 16384 || p.OH > 16384 || p.OW > 16384 || p.pad_top > 16383 ||
+      p.pad_left > 16383 || p.pad_top < -16384 || p.pad_left < -16384)
+    return cudaErrorInvalidValue;
+  if (p.x_sn < 0 || p.x_sc < 0 || p.x_sh < 0 || p.x_sw < 0) return cudaErrorInvalidValue;
+  // 32-bit input offsets: launch over chunks of images whose x span is < 2^31 elements
+  const long long img_span = (p.C - 1) * p.x_sc + (p.H - 1) * p.x_sh + (p.W - 1) * p.x_sw + 1;
+  if (img_span >= (1LL << 31)) return cudaErrorInvalidValue;
+  long long nchunk = p.N;
+  if (p.x_sn > 0 && (p.N - 1) * p.x_sn + img_span >= (1LL << 31))
+    nchunk = ((1LL << 31) - img_span) / p.x_sn;  // conservative: (nchunk-1)*x_sn + img_span < 2^31
+  if (nchunk < 1) nchunk = 1;
+
+  const int sms = mc::sm_count();
+  mc::Choice ch = mc::plan_config(p, sms);
+
+  mc::KArgs a;
+  a.w = w;
+  a.C = (int)p.C; a.H = (int)p.H; a.W = (int)p.W; a.M = (int)p.M;
+  a.KH = (int)p.KH; a.KW = (int)p.KW; a.OH = (int)p.OH; a.OW = (int)p.OW;
+  a.pad_top = (int)p.pad_top; a.pad_left = (int)p.pad_left;
+  a.x_sn = (int)p.x_sn; a.x_sc = (int)p.x_sc; a.x_sh = (int)p.x_sh; a.x_sw = (int)p.x_sw;
+  a.w_so = (int)p.w_so; a.w_si = (int)p.w_si; a.w_sh = (int)p.w_sh; a.w_sw = (int)p.w_sw;
+  a.y_sn = p.y_sn; a.y_sc = p.y_sc; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
+  a.T = mc::iterations(p, ch.bk);
+  // loader/writer mappings: whichever logical axis is contiguous (smaller stride) runs fastest
+  const bool acf = llabs(p.x_sc) <= llabs(p.x_sw);
+  a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
+  a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
+
+  mc::KernelFn fn = nullptr;
+  int nt = 0;
+  size_t smem = 0;
+  mc::kernel_for(ch, acf, &fn, &nt, &smem);
+  if (!fn) return cudaErrorInvalidValue;
+  cudaError_t err;
+  if (smem > 48 * 1024) {
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (err != cudaSuccess) return err;
+  }
+  if (ch.cs > 8) {
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (err != cudaSuccess) return err;
+  }
+  const long long gy = mc::cdiv(p.M, mc::kTileBN[ch.tile]);
+  if (gy > 65535) return cudaErrorInvalidValue;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = (unsigned)ch.cs;
+  for (long long n0 = 0; n0 < p.N; n0 += nchunk) {
+    const long long nn = (p.N - n0) < nchunk ? (p.N - n0) : nchunk;
+    a.x = x + n0 * p.x_sn;
+    a.y = y + n0 * p.y_sn;
+    a.P = nn * p.OH * p.OW;
+    const long long gx = mc::cdiv(a.P, mc::kTileBM[ch.tile]);
+    if (gx > 0x7fffffffLL) return cudaErrorInvalidValue;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)gx, (unsigned)gy, (unsigned)ch.cs);
+    cfg.blockDim = dim3(nt, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = ch.cs > 1 ? 1 : 0;
+    err = cudaLaunchKernelEx(&cfg, fn, a);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace fastconv

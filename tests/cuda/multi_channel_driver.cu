@@ -1,0 +1,425 @@
+// Standalone test + timing driver for cuda/multi_channel.cu (launch_multi_channel).
+// Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o /tmp/drv \
+//          tests/cuda/multi_channel_driver.cu cuda/multi_channel.cu
+// Usage: drv [--small] [--no-time] [--random N] [--seed S]
+//   --small : three small representative cases only (for compute-sanitizer), no timing.
+// Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
+// cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
+// bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
+// median over 25 replays, vs a measured FFMA ceiling.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../cuda/kernels.h"
+
+namespace fastconv {
+int multi_channel_describe(const ConvParams& p, char* buf, int len);
+}
+using fastconv::ConvParams;
+
+#define CK(x)                                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__,      \
+              __LINE__, #x);                                                                \
+      exit(2);                                                                              \
+    }                                                                                       \
+  } while (0)
+
+struct Case {
+  int N, C, H, W, M, KH, KW;
+  int pt, pl, pb, pr;  // padding (may be negative)
+  bool x_nhwc, w_hwio, y_nhwc;
+  int64_t plan[8];
+};
+
+static ConvParams make_params(const Case& c) {
+  ConvParams p{};
+  p.N = c.N; p.C = c.C; p.H = c.H; p.W = c.W; p.M = c.M; p.KH = c.KH; p.KW = c.KW;
+  p.OH = c.H + c.pt + c.pb - c.KH + 1;
+  p.OW = c.W + c.pl + c.pr - c.KW + 1;
+  p.stride_h = p.stride_w = 1;
+  p.pad_top = c.pt; p.pad_left = c.pl;
+  if (c.x_nhwc) { p.x_sc = 1; p.x_sw = c.C; p.x_sh = (int64_t)c.W * c.C; p.x_sn = (int64_t)c.H * c.W * c.C; }
+  else { p.x_sw = 1; p.x_sh = c.W; p.x_sc = (int64_t)c.H * c.W; p.x_sn = (int64_t)c.C * c.H * c.W; }
+  if (c.w_hwio) { p.w_so = 1; p.w_si = c.M; p.w_sw = (int64_t)c.C * c.M; p.w_sh = (int64_t)c.KW * c.C * c.M; }
+  else { p.w_sw = 1; p.w_sh = c.KW; p.w_si = (int64_t)c.KH * c.KW; p.w_so = (int64_t)c.C * c.KH * c.KW; }
+  if (c.y_nhwc) { p.y_sc = 1; p.y_sw = c.M; p.y_sh = p.OW * c.M; p.y_sn = p.OH * p.OW * c.M; }
+  else { p.y_sw = 1; p.y_sh = p.OW; p.y_sc = p.OH * p.OW; p.y_sn = (int64_t)c.M * p.OH * p.OW; }
+  for (int i = 0; i < 8; ++i) p.plan[i] = c.plan[i];
+  return p;
+}
+
+static double ref_point(const ConvParams& p, const std::vector<float>& x, const std::vector<float>& w,
+                        int64_t n, int64_t m, int64_t oh, int64_t ow) {
+  double s = 0;
+  for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t kh = 0; kh < p.KH; ++kh) {
+      int64_t ih = oh + kh - p.pad_top;
+      if (ih < 0 || ih >= p.H) continue;
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        int64_t iw = ow + kw - p.pad_left;
+        if (iw < 0 || iw >= p.W) continue;
+        s += (double)x[n * p.x_sn + c * p.x_sc + ih * p.x_sh + iw * p.x_sw] *
+             (double)w[m * p.w_so + c * p.w_si + kh * p.w_sh + kw * p.w_sw];
+      }
+    }
+  return s;
+}
+
+static void fill(std::vector<float>& v, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> d(0.05f, 1.0f);
+  std::bernoulli_distribution sgn(0.5);
+  for (auto& f : v) f = sgn(rng) ? d(rng) : -d(rng);  // never zero
+}
+
+struct CheckResult {
+  double rel;
+  bool all_written, bit_identical, ok;
+  std::string desc;
+};
+
+static CheckResult check_case(const Case& cs, std::mt19937_64& rng, bool force_full = false) {
+  ConvParams p = make_params(cs);
+  size_t nx = (size_t)p.N * p.C * p.H * p.W, nw = (size_t)p.M * p.C * p.KH * p.KW,
+         ny = (size_t)p.N * p.M * p.OH * p.OW;
+  std::vector<float> hx(nx), hw(nw), hy(ny), hy2(ny);
+  fill(hx, rng);
+  fill(hw, rng);
+  float *dx, *dw, *dy;
+  CK(cudaMalloc(&dx, nx * 4 + 16));
+  CK(cudaMalloc(&dw, nw * 4 + 16));
+  CK(cudaMalloc(&dy, ny * 4 + 16));
+  CK(cudaMemcpy(dx, hx.data(), nx * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dw, hw.data(), nw * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dy, 0xff, ny * 4));  // NaN poison
+  CK(fastconv::launch_multi_channel(p, dx, dw, dy, 0));
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(hy.data(), dy, ny * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemset(dy, 0xff, ny * 4));
+  CK(fastconv::launch_multi_channel(p, dx, dw, dy, 0));
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(hy2.data(), dy, ny * 4, cudaMemcpyDeviceToHost));
+  CheckResult r{};
+  r.all_written = true;
+  for (size_t i = 0; i < ny; ++i)
+    if (std::isnan(hy[i])) { r.all_written = false; break; }
+  r.bit_identical = memcmp(hy.data(), hy2.data(), ny * 4) == 0;
+  double cost = (double)ny * p.C * p.KH * p.KW;
+  double num = 0, den = 0;
+  auto acc = [&](int64_t n, int64_t m, int64_t oh, int64_t ow) {
+    double ref = ref_point(p, hx, hw, n, m, oh, ow);
+    double got = hy[n * p.y_sn + m * p.y_sc + oh * p.y_sh + ow * p.y_sw];
+    num += (got - ref) * (got - ref);
+    den += ref * ref;
+  };
+  if (force_full || cost < 3e7) {
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t m = 0; m < p.M; ++m)
+        for (int64_t oh = 0; oh < p.OH; ++oh)
+          for (int64_t ow = 0; ow < p.OW; ++ow) acc(n, m, oh, ow);
+  } else {
+    std::uniform_int_distribution<int64_t> dn(0, p.N - 1), dm(0, p.M - 1), dh(0, p.OH - 1),
+        dwd(0, p.OW - 1);
+    for (int i = 0; i < 5000; ++i) acc(dn(rng), dm(rng), dh(rng), dwd(rng));
+    // plus the corners of the map (padding edges) for a few filters
+    for (int64_t m : {(int64_t)0, p.M - 1})
+      for (int64_t oh : {(int64_t)0, p.OH - 1})
+        for (int64_t ow : {(int64_t)0, p.OW - 1}) acc(p.N - 1, m, oh, ow);
+  }
+  r.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  r.ok = r.all_written && r.bit_identical && r.rel <= 1e-5 && !std::isnan(r.rel);
+  char buf[64];
+  fastconv::multi_channel_describe(p, buf, sizeof buf);
+  r.desc = buf;
+  CK(cudaFree(dx));
+  CK(cudaFree(dw));
+  CK(cudaFree(dy));
+  return r;
+}
+
+// ---------------------------------------------------------------- FFMA ceiling
+__global__ void ffma_peak(float* out, int iters, float a, float b) {
+  float r[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) r[i] = threadIdx.x * 1e-3f + i;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+#pragma unroll
+      for (int i = 0; i < 16; ++i) r[i] = fmaf(r[i], a, b);
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) s += r[i];
+  if (s == 12345.f) out[0] = s;
+}
+
+static double measure_ffma_tflops(int sms) {
+  float* d;
+  CK(cudaMalloc(&d, 16));
+  int blocks = sms * 8, threads = 256, iters = 4096;
+  ffma_peak<<<blocks, threads>>>(d, 64, 0.999f, 0.001f);
+  CK(cudaDeviceSynchronize());
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ts;
+  for (int rep = 0; rep < 7; ++rep) {
+    CK(cudaEventRecord(e0));
+    ffma_peak<<<blocks, threads>>>(d, iters, 0.999f, 0.001f);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms);
+  }
+  std::sort(ts.begin(), ts.end());
+  double fmas = (double)blocks * threads * iters * 8 * 16;
+  CK(cudaFree(d));
+  return 2 * fmas / (ts[ts.size() / 2] * 1e-3) / 1e12;
+}
+
+// ---------------------------------------------------------------- timing
+struct TimeResult {
+  double us;
+};
+
+static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
+  ConvParams p = make_params(cs);
+  size_t nx = (size_t)p.N * p.C * p.H * p.W, nw = (size_t)p.M * p.C * p.KH * p.KW,
+         ny = (size_t)p.N * p.M * p.OH * p.OW;
+  size_t set_bytes = (nx + nw + ny) * 4;
+  int R = (int)std::min<size_t>(16, std::max<size_t>(2, (size_t)(256u << 20) / set_bytes));
+  std::vector<float*> X(R), Wt(R), Y(R);
+  std::vector<float> hx(nx), hw(nw);
+  fill(hx, rng);
+  fill(hw, rng);
+  for (int r = 0; r < R; ++r) {
+    CK(cudaMalloc(&X[r], nx * 4));
+    CK(cudaMalloc(&Wt[r], nw * 4));
+    CK(cudaMalloc(&Y[r], ny * 4));
+    CK(cudaMemcpy(X[r], hx.data(), nx * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(Wt[r], hw.data(), nw * 4, cudaMemcpyHostToDevice));
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // warm-up
+  for (int r = 0; r < R; ++r) CK(fastconv::launch_multi_channel(p, X[r], Wt[r], Y[r], s));
+  CK(cudaStreamSynchronize(s));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int r = 0; r < R; ++r) CK(fastconv::launch_multi_channel(p, X[r], Wt[r], Y[r], s));
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphLaunch(ge, s));
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> ts;
+  for (int rep = 0; rep < 25; ++rep) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms * 1e3 / R);
+  }
+  std::sort(ts.begin(), ts.end());
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  CK(cudaStreamDestroy(s));
+  for (int r = 0; r < R; ++r) {
+    CK(cudaFree(X[r]));
+    CK(cudaFree(Wt[r]));
+    CK(cudaFree(Y[r]));
+  }
+  return {ts[ts.size() / 2]};
+}
+
+static Case layer(int N, int C, int HW, int M, int K, bool nhwc, const int64_t* plan = nullptr) {
+  Case c{};
+  c.N = N; c.C = C; c.H = c.W = HW; c.M = M; c.KH = c.KW = K;
+  c.pt = c.pl = c.pb = c.pr = 0;  // VALID
+  c.x_nhwc = c.y_nhwc = nhwc;
+  c.w_hwio = nhwc;  // JAX users: NHWC + HWIO; NCHW + OIHW
+  for (int i = 0; i < 8; ++i) c.plan[i] = plan ? plan[i] : 0;
+  c.plan[0] = 2;
+  return c;
+}
+
+static Case random_case(std::mt19937_64& rng) {
+  auto U = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Case c{};
+  for (;;) {
+    c.N = U(1, 8);
+    c.C = U(2, 70);
+    if (c.C % 8 == 0) c.C += U(1, 7);
+    c.M = U(1, 140);
+    if (c.M % 8 == 0) c.M += U(1, 7);
+    c.H = U(1, 23);
+    c.W = U(1, 23);
+    c.KH = U(1, 7);
+    c.KW = U(1, 7);
+    c.pt = U(-2, 3); c.pb = U(-2, 3); c.pl = U(-2, 3); c.pr = U(-2, 3);
+    int OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
+    if (OH >= 1 && OW >= 1) break;
+  }
+  c.x_nhwc = U(0, 1);
+  c.w_hwio = U(0, 1);
+  c.y_nhwc = U(0, 1);
+  c.plan[0] = 2;
+  int mode = U(0, 3);
+  if (mode == 0) {
+    for (int i = 1; i < 8; ++i) c.plan[i] = 0;  // auto
+  } else if (mode == 1) {  // absurd values
+    c.plan[1] = U(-5, 100000); c.plan[2] = U(-5, 100000); c.plan[3] = U(-5, 100000);
+    c.plan[4] = U(-3, 9); c.plan[5] = U(-3, 40); c.plan[6] = U(-1, 5000);
+  } else {  // plausible planner values
+    int Ss[2] = {8, 16};
+    int Ms[4] = {16, 32, 64, 128};
+    int Ws[4] = {32, 64, 128, 256};
+    c.plan[1] = Ss[U(0, 1)]; c.plan[2] = Ms[U(0, 3)]; c.plan[3] = Ws[U(0, 3)];
+    c.plan[4] = U(1, 3); c.plan[5] = U(0, 12); c.plan[6] = 256;
+  }
+  return c;
+}
+
+static void print_case(const Case& c) {
+  printf("N%d C%d %dx%d M%d K%dx%d pad(t%d,l%d,b%d,r%d) x:%s w:%s y:%s plan[%lld,%lld,%lld,%lld,%lld]",
+         c.N, c.C, c.H, c.W, c.M, c.KH, c.KW, c.pt, c.pl, c.pb, c.pr, c.x_nhwc ? "NHWC" : "NCHW",
+         c.w_hwio ? "HWIO" : "OIHW", c.y_nhwc ? "NHWC" : "NCHW", (long long)c.plan[1],
+         (long long)c.plan[2], (long long)c.plan[3], (long long)c.plan[4], (long long)c.plan[5]);
+}
+
+int main(int argc, char** argv) {
+  bool small = false, do_time = true;
+  int nrandom = 240;
+  uint64_t seed = 20261121;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--small")) small = true;
+    else if (!strcmp(argv[i], "--no-time")) do_time = false;
+    else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrandom = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], nullptr, 10);
+  }
+  std::mt19937_64 rng(seed);
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+  int fails = 0, checked = 0;
+  double worst = 0;
+  if (small) {
+    Case a = layer(1, 64, 9, 40, 3, true);  // split path (cluster), NHWC
+    Case b = layer(2, 19, 11, 37, 5, false);
+    b.pt = 2; b.pl = -1; b.pb = 1; b.pr = 2; b.KW = 3; b.w_hwio = true;
+    Case c = layer(1, 130, 20, 130, 1, true);
+    c.plan[1] = 16; c.plan[2] = 128; c.plan[3] = 128; c.plan[5] = 3;
+    for (Case* cs : {&a, &b, &c}) {
+      CheckResult r = check_case(*cs, rng, true);
+      print_case(*cs);
+      printf(" -> %s rel %.2e written %d bitident %d %s\n", r.desc.c_str(), r.rel, r.all_written,
+             r.bit_identical, r.ok ? "OK" : "FAIL");
+      fails += !r.ok;
+    }
+    printf("small: %d failures\n", fails);
+    return fails ? 1 : 0;
+  }
+
+  // paper-multi set
+  const int maps[10][2] = {{7, 512}, {14, 512}, {14, 256}, {28, 256}, {28, 128},
+                           {56, 128}, {56, 64}, {112, 64}, {224, 64}, {512, 64}};
+  std::vector<Case> bench;
+  for (int nhwc = 1; nhwc >= 0; --nhwc) {
+    for (int K : {1, 3, 5})
+      for (auto& mp : maps) bench.push_back(layer(1, mp[1], mp[0], mp[1], K, nhwc));
+    for (int K : {1, 3})
+      for (int i : {6, 4, 2, 0}) bench.push_back(layer(32, maps[i][1], maps[i][0], maps[i][1], K, nhwc));
+  }
+  // correctness of every benchmarked case
+  for (auto& cs : bench) {
+    CheckResult r = check_case(cs, rng);
+    ++checked;
+    worst = std::max(worst, r.rel);
+    if (!r.ok) {
+      ++fails;
+      printf("FAIL ");
+      print_case(cs);
+      printf(" -> %s rel %.2e written %d bitident %d\n", r.desc.c_str(), r.rel, r.all_written,
+             r.bit_identical);
+    }
+  }
+  printf("paper-multi: %d cases checked, %d failures, worst rel %.2e\n", checked, fails, worst);
+  // random configurations
+  int rfails = 0;
+  double rworst = 0;
+  for (int i = 0; i < nrandom; ++i) {
+    Case cs = random_case(rng);
+    CheckResult r = check_case(cs, rng);
+    rworst = std::max(rworst, r.rel);
+    if (!r.ok) {
+      ++rfails;
+      printf("FAIL ");
+      print_case(cs);
+      printf(" -> %s rel %.2e written %d bitident %d\n", r.desc.c_str(), r.rel, r.all_written,
+             r.bit_identical);
+    }
+  }
+  printf("random: %d cases, %d failures, worst rel %.2e\n", nrandom, rfails, rworst);
+  fails += rfails;
+  if (!do_time) return fails ? 1 : 0;
+
+  double ceil_tf = measure_ffma_tflops(prop.multiProcessorCount);
+  printf("measured FFMA ceiling: %.1f TFLOP/s\n", ceil_tf);
+  printf("%-5s %-3s %-4s %-4s %-4s %-2s %-16s %9s %8s %7s %8s\n", "lay", "N", "HW", "C", "M", "K",
+         "config", "us", "TFLOP/s", "%FMA", "GB/s");
+  for (auto& cs : bench) {
+    TimeResult t = time_case(cs, rng);
+    ConvParams p = make_params(cs);
+    double flop = 2.0 * p.N * p.M * p.OH * p.OW * p.C * p.KH * p.KW;
+    double bytes = 4.0 * (p.N * p.C * p.H * p.W + p.M * p.C * p.KH * p.KW + p.N * p.M * p.OH * p.OW);
+    double tf = flop / (t.us * 1e-6) / 1e12;
+    char buf[64];
+    fastconv::multi_channel_describe(p, buf, sizeof buf);
+    printf("%-5s %-3d %-4d %-4d %-4d %-2d %-16s %9.2f %8.2f %6.1f%% %8.0f\n",
+           cs.x_nhwc ? "NHWC" : "NCHW", cs.N, cs.H, cs.C, cs.M, cs.KH, buf, t.us, tf,
+           100 * tf / ceil_tf, bytes / (t.us * 1e-6) / 1e9);
+  }
+  // tiling variants on a few cases (plan = {2, S, M', W'x, W'y, c_split, threads, 0})
+  printf("variants (NHWC):\n");
+  const int vc[6][4] = {{32, 14, 256, 3}, {32, 28, 128, 3}, {32, 7, 512, 3}, {1, 56, 128, 5},
+                        {1, 7, 512, 5}, {1, 224, 64, 3}};
+  const int64_t vp[7][8] = {{2, 0, 0, 0, 0, 0, 0, 0},     {2, 16, 64, 128, 0, 1, 0, 0},
+                            {2, 16, 64, 128, 0, 3, 0, 0}, {2, 8, 128, 128, 0, 1, 0, 0},
+                            {2, 8, 128, 128, 0, 2, 0, 0}, {2, 16, 64, 64, 0, 2, 0, 0},
+                            {2, 16, 64, 32, 0, 16, 0, 0}};
+  for (auto& v : vc)
+    for (auto& pl : vp) {
+      Case cs = layer(v[0], v[2], v[1], v[2], v[3], true, pl);
+      TimeResult t = time_case(cs, rng);
+      ConvParams p = make_params(cs);
+      double flop = 2.0 * p.N * p.M * p.OH * p.OW * p.C * p.KH * p.KW;
+      double tf = flop / (t.us * 1e-6) / 1e12;
+      char buf[64];
+      fastconv::multi_channel_describe(p, buf, sizeof buf);
+      printf("  N%-3d %-4d C%-4d K%d  %-16s %9.2f us %6.2f TF %5.1f%%\n", cs.N, cs.H, cs.C, cs.KH,
+             buf, t.us, tf, 100 * tf / ceil_tf);
+    }
+  printf("TOTAL: %d failures\n", fails);
+  return fails ? 1 : 0;
+}
