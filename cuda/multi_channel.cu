@@ -291,6 +291,9 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   }
   constexpr int TILE = BM * BN;
   if (CS > 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    __trap();  // unreachable: the launcher uses clusters only on sm_90+ (max_cluster)
+#else
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every rank's partial tile is parked
     const int rank = (int)cluster.block_rank();
@@ -311,6 +314,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
       }
     }
     cluster.sync();  // keep every rank's shared memory alive until all have read it
+#endif
   } else {
     __syncthreads();
     for (int e = tid; e < TILE; e += NT) {
@@ -365,6 +369,15 @@ static void kernel_for(const Choice& ch, bool acf, KernelFn* fn, int* nt, size_t
 // Largest cluster (split) the launch may use for a tile: 8 (portable), 16 for the 32x64 tile
 // where the device can co-schedule a non-portable cluster of 16 (queried once per process).
 static int max_cluster(int tile) {
+  // Thread-block clusters need sm_90: no split (cluster of 1) on older devices.
+  static int major = -1;
+  if (major < 0) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+      major = 0;
+  }
+  if (major < 9) return 1;
   if (tile != 3) return 8;
   static int cached = 0;
   if (cached) return cached;
@@ -464,6 +477,7 @@ static Choice plan_config(const ConvParams& p, int sms) {
   if (ch.tile == 0) ch.bk = 8;  // 128x128 with 64-byte segments would spill at 128 regs
   const int T = iterations(p, ch.bk);
   if (ch.cs > T) ch.cs = T > 0 ? T : 1;
+  if (ch.cs > max_cluster(ch.tile)) ch.cs = max_cluster(ch.tile);
   if (ch.cs < 1) ch.cs = 1;
   return ch;
 }
