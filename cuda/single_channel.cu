@@ -1,0 +1,571 @@
+// Single-channel (C == 1) direct convolution, paper section 3.1 (Chang, Onishi, Maruyama),
+// computing as Chen et al. do: a band of input rows and a group of filters staged in shared
+// memory, each thread accumulating a small register tile of outputs.
+//
+// ---------------------------------------------------------------------------------------
+// Work decomposition
+//   A "tile" is (n, row band rb, column tile cb, filter group g): RB output rows x CB output
+//   columns x MB filters of image n. Its input patch is (RB+KH-1) x (CB+KW-1) input pixels
+//   (padding = zeros, filled inside the kernel), its filters MB x KH x KW.
+//   Tiles are linearised in one of two orders and each block of a persistent grid takes a
+//   contiguous range of them, keeping in shared memory what consecutive tiles share:
+//     division 1 (paper "method 1", filters split across blocks): order (g, n, rb, cb):
+//       a block keeps its filter group and sweeps the map rows piece by piece (P pieces).
+//     division 2 (paper "method 2", rows split across blocks): order (n, rb, cb, g):
+//       a block keeps its band of rows and sweeps the filters piece by piece (Q pieces).
+//   prefetch (plan[6] == 1, the paper's Th >= N_FMA case): the input patch and the filter
+//     buffer are double buffered; while tile t is computed, whatever tile t+1 needs anew is
+//     already in flight (cp.async), so only one barrier per tile.
+//   volume (plan[6] == 0, Th < N_FMA): single buffers, one tile per block (grid = number of
+//     tiles), load -> barrier -> compute; latency is hidden by the volume of resident blocks.
+//
+// Mapping of plan[1..7] = [division, P, Q, filters_per_block, rows_per_block, prefetch, threads]
+//   division 1 or 2 as above. Any other division value -> the plan is ignored and chosen here:
+//     division 2, MB = min(M, 64), volume method (prefetch 0), RB as "chosen here" below.
+//   division 1: MB = filters_per_block (if <= 0: ceil(M / #SMs)); RB = ceil(OH / P) when
+//             P >= 1 (P clamped to [1, OH]), else rows_per_block, else chosen here.
+//   division 2: RB = rows_per_block (if <= 0: ceil(OH / P) when P >= 1, else chosen here);
+//             MB = ceil(M / Q) when Q >= 1 (Q clamped to [1, M]), else filters_per_block,
+//             else min(M, 64).
+//   MB is then rounded up to a multiple of the per-thread filter count TM (8) and clamped to
+//   [8, 128].
+//   CB = OW (whole rows, as in the paper) when the input patch of one buffer fits in 48 KB
+//   (SC_IN_KB); otherwise the row is cut into column tiles (a multiple of 4 output columns,
+//   >= 128).
+//   RB "chosen here": about 4096 work items (16 per thread) per tile, capped at 16 rows, then
+//   halved until there are >= 3 tiles per SM (and, for an ignored plan, MB halved likewise).
+//   RB is clamped to [1, min(OH, 64)] and reduced until the input patch fits its buffer.
+//   Shared memory (prefetch: 2 x (patch + filters)) must fit the opt-in limit: MB is reduced
+//   first, then prefetch falls back to volume, then RB is reduced.
+//   prefetch: 0 -> volume method, any other value -> double-buffered persistent sweep.
+//   threads: rounded down to a multiple of 32 and clamped to [64, 256] (values outside
+//   [32, 4096] -> 256), then reduced to the work items of one tile (rounded up to a warp, >= 64).
+//   Grid: prefetch -> min(#tiles, #SMs x resident blocks per SM from the occupancy API), each
+//   block a contiguous range of tiles; volume -> one block per tile.
+//   Returns cudaErrorInvalidValue for C != 1, stride != 1, KH/KW < 1, KH*KW > 4096.
+
+// Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
+// one row. Templates on (KH, KW) in {1x1, 3x3, 5x5, 7x7} keep the tap loops unrolled and the
+// register arrays constant-indexed; any other kernel size uses the generic runtime-K path.
+// Two thread-to-work orders, picked from the output strides:
+//   LAYOUT 0 (y_sw == 1, e.g. NCHW): lanes run along ow; each thread stores a 16-byte float4
+//     per filter (8-byte or scalar stores when a row start is not 16-byte aligned; an
+//     optional lane-shifted float4 variant, SC_SHIFT_STORES, measured slower).
+//   LAYOUT 1 (y_sc == 1, e.g. NHWC): lanes run along m; a thread's 8 filters are two runs of
+//     4 (g*4 and g*4 + MB/2) so that the lanes of one pixel store contiguous float4s.
+//   Any other strides are written with scalar stores (correct, slower).
+// Filters are staged into shared memory as [kh][kw][m] whatever their layout (OIHW, HWIO),
+// so the compute reads them with 16-byte broadcast loads.
+// ---------------------------------------------------------------------------------------
+#include <cstdint>
+#include <algorithm>
+
+#include "kernels.h"
+
+namespace fastconv {
+namespace {
+
+constexpr int kTM = 8;  // filters per thread
+constexpr int kTP = 4;  // output columns per thread
+constexpr int kMaxThreads = 256;
+#ifndef SC_MIN_BLOCKS
+#define SC_MIN_BLOCKS 2
+#endif
+#ifndef SC_SHIFT_STORES
+#define SC_SHIFT_STORES 0
+#endif
+#ifndef SC_IN_KB
+#define SC_IN_KB 48
+#endif
+
+struct SCArgs {
+  int RB, CB, MB;            // tile: rows, cols, filters
+  int n_rb, n_cb, n_g;       // tile counts along rows, cols, filter groups
+  int N;                     // batch
+  long long ntiles;
+  int order;                 // 1: (g, n, rb, cb); 2: (n, rb, cb, g)
+  int SW;                    // shared input row stride (floats, multiple of 4)
+  int in_rows;               // RB + KH - 1
+  int MBpad;                 // shared filter row stride (floats, multiple of 4)
+  int in_floats, w_floats;   // one buffer each
+  int prefetch;
+  int vec;                   // vector stores allowed for this layout
+  int shift;                 // LAYOUT 0 with y_sh = 2 mod 4: lane-shifted float4 stores
+  int KH, KW;
+};
+
+struct Tile {
+  int g, n, rb, cb;
+};
+
+__device__ __forceinline__ Tile decode(const SCArgs& a, long long t) {
+  Tile r;
+  if (a.order == 1) {
+    r.cb = int(t % a.n_cb); t /= a.n_cb;
+    r.rb = int(t % a.n_rb); t /= a.n_rb;
+    r.n = int(t % a.N);
+    r.g = int(t / a.N);
+  } else {
+    r.g = int(t % a.n_g); t /= a.n_g;
+    r.cb = int(t % a.n_cb); t /= a.n_cb;
+    r.rb = int(t % a.n_rb); t /= a.n_rb;
+    r.n = int(t);
+  }
+  return r;
+}
+
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool valid) {
+  const unsigned saddr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int src_size = valid ? 4 : 0;  // 0: nothing read, zero filled
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(saddr), "l"(gmem),
+               "r"(src_size)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Input patch of tile (n, rb, cb): rows oh0 - pad_top + r, cols ow0 - pad_left + c, c < SW.
+__device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a, const Tile& t,
+                                            const float* __restrict__ x, float* s) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  const long long ih0 = (long long)t.rb * a.RB - p.pad_top;
+  const long long iw0 = (long long)t.cb * a.CB - p.pad_left;
+  const float* xn = x + t.n * p.x_sn;
+  for (int r = warp; r < a.in_rows; r += nwarps) {
+    const long long ih = ih0 + r;
+    const bool row_ok = ih >= 0 && ih < p.H;
+    const float* xr = xn + (row_ok ? ih : 0) * p.x_sh;
+    float* sr = s + r * a.SW;
+    for (int c = lane; c < a.SW; c += 32) {
+      const long long iw = iw0 + c;
+      const bool ok = row_ok && iw >= 0 && iw < p.W;
+      cp_async4(sr + c, ok ? xr + iw * p.x_sw : x, ok);
+    }
+  }
+}
+
+// Filters of group g as [kh][kw][m_local], row stride MBpad; zeros past M.
+__device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs& a, int g,
+                                              const float* __restrict__ w, float* s) {
+  const int KK = a.KH * a.KW;
+  const int total = KK * a.MBpad;
+  const int m0 = g * a.MB;
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    const int k = e / a.MBpad, ml = e - k * a.MBpad;
+    const int kh = k / a.KW, kw = k - kh * a.KW;
+    const int m = m0 + ml;
+    const bool ok = ml < a.MB && m < p.M;
+    cp_async4(s + e, ok ? w + m * p.w_so + kh * p.w_sh + kw * p.w_sw : w, ok);
+  }
+}
+
+__device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(ptr) = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+template <int KH_T, int KW_T>
+__device__ __forceinline__ void compute_item(const SCArgs& a, const float* __restrict__ srow,
+                                             const float* __restrict__ swp, int half,
+                                             float (&acc)[kTM][kTP]) {
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTP; ++j) acc[i][j] = 0.f;
+
+  if constexpr (KH_T > 0 && KW_T > 0) {
+    constexpr int NV = (kTP + KW_T - 1 + 3) / 4 * 4;
+#pragma unroll
+    for (int kh = 0; kh < KH_T; ++kh) {
+      float v[NV];
+      const float4* s4 = reinterpret_cast<const float4*>(srow + kh * a.SW);
+#pragma unroll
+      for (int q = 0; q < NV / 4; ++q) {
+        const float4 f = s4[q];
+        v[4 * q] = f.x; v[4 * q + 1] = f.y; v[4 * q + 2] = f.z; v[4 * q + 3] = f.w;
+      }
+#pragma unroll
+      for (int kw = 0; kw < KW_T; ++kw) {
+        const float* wrow = swp + (kh * KW_T + kw) * a.MBpad;
+        float wv[kTM];
+#pragma unroll
+        for (int q = 0; q < kTM / 4; ++q) {
+          const float4 f = *reinterpret_cast<const float4*>(wrow + q * half);
+          wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
+        }
+#pragma unroll
+        for (int i = 0; i < kTM; ++i)
+#pragma unroll
+          for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], v[j + kw], acc[i][j]);
+      }
+    }
+  } else {
+    const int KH = a.KH, KW = a.KW;
+#pragma unroll 1
+    for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll 1
+      for (int kw = 0; kw < KW; ++kw) {
+        const float* sp = srow + kh * a.SW + kw;
+        float v[kTP];
+#pragma unroll
+        for (int j = 0; j < kTP; ++j) v[j] = sp[j];
+        const float* wrow = swp + (kh * KW + kw) * a.MBpad;
+        float wv[kTM];
+#pragma unroll
+        for (int q = 0; q < kTM / 4; ++q) {
+          const float4 f = *reinterpret_cast<const float4*>(wrow + q * half);
+          wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
+        }
+#pragma unroll
+        for (int i = 0; i < kTM; ++i)
+#pragma unroll
+          for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
+      }
+    }
+  }
+}
+
+template <int KH_T, int KW_T, int LAYOUT>
+__device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
+                                             const float* __restrict__ sin,
+                                             const float* __restrict__ sw,
+                                             float* __restrict__ y) {
+  const int oh0 = t.rb * a.RB, ow0 = t.cb * a.CB, m0g = t.g * a.MB;
+  const int RBt = min(a.RB, int(p.OH) - oh0);
+  const int CBt = min(a.CB, int(p.OW) - ow0);
+  const int cpr = (CBt + kTP - 1) / kTP;
+  const int nq = RBt * cpr;
+  const int GM = a.MB / kTM;
+  const int half = a.MB / 2;  // multiple of 4
+  const int items = nq * GM;
+  float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
+              (long long)ow0 * p.y_sw;
+  const int lane = threadIdx.x & 31;
+  // whole warps iterate together (the shifted NCHW stores below exchange values between lanes)
+  for (int base = threadIdx.x - lane; base < items; base += blockDim.x) {
+    const bool active = base + lane < items;
+    const int it = active ? base + lane : items - 1;
+    int gl, q;
+    if (LAYOUT == 0) { gl = it / nq; q = it - gl * nq; }
+    else { q = it / GM; gl = it - q * GM; }
+    const int r = q / cpr, c = q - r * cpr;
+    float acc[kTM][kTP];
+    // thread's filters: local m = gl*4 + h*half + (0..3), h = 0, 1 (acc rows 4h..4h+3), so
+    // that in LAYOUT 1 the lanes of one pixel write contiguous 16-byte pieces (full sectors).
+    compute_item<KH_T, KW_T>(a, sin + r * a.SW + c * kTP, sw + gl * 4, half, acc);
+
+    const int crem = CBt - c * kTP;  // columns left in this tile row
+    float* yrc = yt + (long long)r * p.y_sh + (long long)(c * kTP) * p.y_sw;
+    if (LAYOUT == 0 && a.shift) {
+      // NCHW rows whose start is only 8-byte aligned (OW = 2 mod 4): a lane's 4 columns straddle
+      // a 16-byte boundary. Each lane writes float4 (prev lane's cols 2,3 | its cols 0,1) at the
+      // aligned address below its chunk, so one instruction covers whole sectors; chunks with no
+      // left neighbour in the warp write cols 0,1 alone, and the last one its cols 2,3.
+      const bool full = crem >= kTP;
+      const uintptr_t a0 = reinterpret_cast<uintptr_t>(yrc + (long long)(gl * 4) * p.y_sc);
+      const bool mis8 = (a0 & 15) == 8;  // same for every filter of the row (y_sc % 4 == 0)
+      const bool linked = active && full && mis8 && c > 0 && lane > 0;
+      const bool next_linked = __shfl_down_sync(0xffffffffu, int(linked), 1) != 0 && lane < 31;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int mlh = gl * 4 + h * half;
+        const int mrem = int(p.M) - (m0g + mlh);
+        float* yb = yrc + (long long)mlh * p.y_sc;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float p2 = __shfl_up_sync(0xffffffffu, acc[4 * h + i][2], 1);
+          const float p3 = __shfl_up_sync(0xffffffffu, acc[4 * h + i][3], 1);
+          if (active && i < mrem) {
+            float* ym = yb + i * p.y_sc;
+            const float* v = acc[4 * h + i];
+            if (full && mis8) {
+              if (linked) *reinterpret_cast<float4*>(ym - 2) = make_float4(p2, p3, v[0], v[1]);
+              else *reinterpret_cast<float2*>(ym) = make_float2(v[0], v[1]);
+              if (!next_linked) *reinterpret_cast<float2*>(ym + 2) = make_float2(v[2], v[3]);
+            } else if (full && (reinterpret_cast<uintptr_t>(ym) & 15) == 0) {
+              st4(ym, acc[4 * h + i]);
+            } else {
+#pragma unroll
+              for (int j = 0; j < kTP; ++j)
+                if (j < crem) ym[j] = v[j];
+            }
+          }
+        }
+      }
+      continue;
+    }
+    if (!active) continue;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int mlh = gl * 4 + h * half;         // first local filter of this half
+      const int mrem = int(p.M) - (m0g + mlh);   // filters left in the problem
+      float* yb = yrc + (long long)mlh * p.y_sc;
+      if (LAYOUT == 0) {
+        const bool full = a.vec && crem >= kTP;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (i < mrem) {
+            float* ym = yb + i * p.y_sc;
+            const uintptr_t addr = reinterpret_cast<uintptr_t>(ym);
+            if (full && (addr & 15) == 0) {
+              st4(ym, acc[4 * h + i]);
+            } else if (full && (addr & 7) == 0) {
+              *reinterpret_cast<float2*>(ym) = make_float2(acc[4 * h + i][0], acc[4 * h + i][1]);
+              *reinterpret_cast<float2*>(ym + 2) = make_float2(acc[4 * h + i][2], acc[4 * h + i][3]);
+            } else {
+#pragma unroll
+              for (int j = 0; j < kTP; ++j)
+                if (j < crem) ym[j * p.y_sw] = acc[4 * h + i][j];
+            }
+          }
+        }
+      } else {
+        const bool full = a.vec && mrem >= 4;
+#pragma unroll
+        for (int j = 0; j < kTP; ++j) {
+          if (j < crem) {
+            float* yp = yb + j * p.y_sw;
+            const uintptr_t addr = reinterpret_cast<uintptr_t>(yp);
+            if (full && (addr & 15) == 0) {
+              const float v[4] = {acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]};
+              st4(yp, v);
+            } else {
+#pragma unroll
+              for (int i = 0; i < 4; ++i)
+                if (i < mrem) yp[i * p.y_sc] = acc[4 * h + i][j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <int KH_T, int KW_T, int LAYOUT>
+__global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
+    single_channel_kernel(const ConvParams p, const SCArgs a, const float* __restrict__ x,
+                          const float* __restrict__ w, float* __restrict__ y) {
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
+  const int nbuf = a.prefetch ? 2 : 1;
+  float* sin0 = smem;
+  float* sw0 = smem + nbuf * a.in_floats;
+
+  long long t0, t1;
+  if (a.prefetch) {
+    t0 = (long long)blockIdx.x * a.ntiles / gridDim.x;
+    t1 = (long long)(blockIdx.x + 1) * a.ntiles / gridDim.x;
+  } else {
+    t0 = blockIdx.x;
+    t1 = t0 + 1;
+  }
+  if (t0 >= t1) return;
+
+  Tile cur = decode(a, t0);
+  stage_input(p, a, cur, x, sin0);
+  stage_filters(p, a, cur.g, w, sw0);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+
+  int ic = 0, wc = 0;
+  for (long long t = t0; t < t1; ++t) {
+    const bool has_next = t + 1 < t1;
+    Tile nxt = cur;
+    bool new_in = false, new_w = false;
+    if (has_next) {
+      nxt = decode(a, t + 1);
+      new_in = nxt.n != cur.n || nxt.rb != cur.rb || nxt.cb != cur.cb;
+      new_w = nxt.g != cur.g;
+      if (new_in) stage_input(p, a, nxt, x, sin0 + (ic ^ 1) * a.in_floats);
+      if (new_w) stage_filters(p, a, nxt.g, w, sw0 + (wc ^ 1) * a.w_floats);
+      cp_async_commit();
+    }
+    compute_tile<KH_T, KW_T, LAYOUT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
+    if (has_next) {
+      cp_async_wait_all();
+      __syncthreads();
+      ic ^= int(new_in);
+      wc ^= int(new_w);
+      cur = nxt;
+    }
+  }
+}
+
+struct DevInfo {
+  int sms = 0, smem_optin = 0;
+};
+
+DevInfo dev_info(cudaError_t* err) {
+  static DevInfo cache[64];
+  int dev = 0;
+  *err = cudaGetDevice(&dev);
+  if (*err != cudaSuccess) return {};
+  DevInfo& d = cache[dev & 63];
+  if (d.sms == 0) {
+    int sms = 0, optin = 0;
+    *err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (*err != cudaSuccess) return {};
+    *err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (*err != cudaSuccess) return {};
+    d.smem_optin = optin;
+    d.sms = sms;
+  }
+  return d;
+}
+
+long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+
+template <int KH_T, int KW_T, int LAYOUT>
+cudaError_t launch_t(const ConvParams& p, SCArgs a, int threads, int nsm, const float* x,
+                     const float* w, float* y, cudaStream_t stream) {
+  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT>;
+  const size_t smem = size_t(a.prefetch ? 2 : 1) * (a.in_floats + a.w_floats) * sizeof(float);
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  long long grid;
+  if (a.prefetch) {
+    int occ = 0;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, threads, smem);
+    if (e != cudaSuccess) return e;
+    if (occ < 1) occ = 1;
+    grid = std::min<long long>(a.ntiles, (long long)nsm * occ);
+  } else {
+    grid = a.ntiles;
+    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  }
+  kern<<<unsigned(grid), threads, smem, stream>>>(p, a, x, w, y);
+  return cudaGetLastError();
+}
+
+template <int LAYOUT>
+cudaError_t dispatch_k(const ConvParams& p, const SCArgs& a, int threads, int nsm, const float* x,
+                       const float* w, float* y, cudaStream_t s) {
+  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, a, threads, nsm, x, w, y, s);
+  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, a, threads, nsm, x, w, y, s);
+  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, a, threads, nsm, x, w, y, s);
+  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, a, threads, nsm, x, w, y, s);
+  return launch_t<0, 0, LAYOUT>(p, a, threads, nsm, x, w, y, s);
+}
+
+}  // namespace
+
+cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                  cudaStream_t stream) {
+  if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
+  if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0)
+    return cudaErrorInvalidValue;
+  if (p.out_elems() == 0) return cudaSuccess;
+  if (p.OH > (1 << 30) || p.OW > (1 << 30) || p.M > (1 << 30) || p.N > (1 << 30))
+    return cudaErrorInvalidValue;
+  if (p.KH * p.KW > 4096) return cudaErrorInvalidValue;  // shared filter buffer bound
+
+  cudaError_t err;
+  const DevInfo dev = dev_info(&err);
+  if (err != cudaSuccess) return err;
+  const int nsm = std::max(1, dev.sms);
+
+  const long long M = p.M, OH = p.OH, OW = p.OW, N = p.N;
+  long long division = p.plan[1], P = p.plan[2], Q = p.plan[3], fpb = p.plan[4],
+            rpb = p.plan[5], pref = p.plan[6], thr = p.plan[7];
+
+  // ---- filters per tile (MB) and rows per tile (RB) from the plan ----
+  long long MB = 0, RB = 0;
+  const bool auto_plan = division != 1 && division != 2;
+  if (auto_plan) {  // chosen here: rows across blocks, <= 64 filters per tile, volume method
+    division = 2;
+    P = Q = fpb = rpb = 0;
+    pref = 0;
+  }
+  if (division == 1) {
+    MB = fpb > 0 ? fpb : cdiv(M, nsm);
+    if (P >= 1) RB = cdiv(OH, std::min(P, OH));
+    else if (rpb > 0) RB = rpb;
+  } else {
+    if (Q >= 1) MB = cdiv(M, std::min(Q, M));
+    else if (fpb > 0) MB = fpb;
+    else MB = std::min<long long>(M, 64);
+    if (auto_plan) MB = std::min<long long>(M, 64);
+    if (rpb > 0) RB = rpb;
+    else if (P >= 1) RB = cdiv(OH, std::min(P, OH));
+  }
+  MB = std::min<long long>(std::max<long long>(MB, 1), M);
+  MB = cdiv(MB, kTM) * kTM;
+  MB = std::min<long long>(std::max<long long>(MB, kTM), 128);
+  const long long KH = p.KH, KW = p.KW;
+  long long prefetch = (pref == 0) ? 0 : 1;
+
+  // ---- column tiling only when a whole-row patch does not fit ----
+  constexpr long long kInBudget = SC_IN_KB * 1024 / 4;  // floats per input buffer
+  const long long NVextra = 4 + 4;  // float4 over-read past the last chunk, rounding
+  auto sw_for = [&](long long cb) { return cdiv(cb + KW - 1 + NVextra, 4) * 4; };
+  long long CB = OW;
+  {
+    const long long rows_min = std::min<long long>(std::max<long long>(RB, 1), OH) + KH - 1;
+    if (rows_min * sw_for(CB) > kInBudget) {
+      CB = (kInBudget / rows_min) - KW - 1 - NVextra;
+      CB = std::max<long long>(128, CB / kTP * kTP);
+      CB = std::min(CB, OW);
+    }
+  }
+  const long long n_cb = cdiv(OW, CB);
+  if (RB <= 0) {
+    // chosen here: about 4096 work items (16 per thread) per tile, then halve the rows (and
+    // then the filters per tile) until there are >= 3 tiles per SM, for load balance.
+    const long long cpr = cdiv(std::min(CB, OW), kTP);
+    RB = std::max<long long>(1, std::min<long long>(16, 4096 / std::max<long long>(1, cpr * (MB / kTM))));
+    auto tiles = [&](long long rb, long long mb) { return N * cdiv(OH, rb) * cdiv(M, mb) * n_cb; };
+    while (RB > 1 && tiles(RB, MB) < 3LL * nsm) RB = (RB + 1) / 2;
+    if (auto_plan)
+      while (MB > kTM && tiles(RB, MB) < 2LL * nsm) MB = std::max<long long>(kTM, (MB / 2) / kTM * kTM);
+  }
+  RB = std::max<long long>(1, std::min<long long>(RB, std::min<long long>(OH, 64)));
+  while (RB > 1 && (RB + KH - 1) * sw_for(CB) > kInBudget) --RB;
+  // fit shared memory: fewer filters per tile, then single buffering, then fewer rows
+  auto smem_of = [&](long long mb, long long pf, long long rb) {
+    return (pf ? 2 : 1) * ((rb + KH - 1) * sw_for(CB) + KH * KW * mb) * 4;
+  };
+  while (smem_of(MB, prefetch, RB) > dev.smem_optin && MB > kTM) MB -= kTM;
+  if (smem_of(MB, prefetch, RB) > dev.smem_optin) prefetch = 0;
+  while (smem_of(MB, prefetch, RB) > dev.smem_optin && RB > 1) --RB;
+  const long long n_g = cdiv(M, MB);
+
+  SCArgs a{};
+  a.RB = int(RB);
+  a.CB = int(CB);
+  a.MB = int(MB);
+  a.n_rb = int(cdiv(OH, RB));
+  a.n_cb = int(cdiv(OW, CB));
+  a.n_g = int(n_g);
+  a.N = int(N);
+  a.ntiles = N * a.n_rb * (long long)a.n_cb * a.n_g;
+  a.order = int(division);
+  a.SW = int(sw_for(CB));
+  a.in_rows = int(RB + KH - 1);
+  a.MBpad = int(MB);  // multiple of 8
+  a.in_floats = a.in_rows * a.SW;
+  a.w_floats = int(KH * KW * MB);
+  a.prefetch = int(prefetch);
+  a.KH = int(KH);
+  a.KW = int(KW);
+  const size_t smem = size_t(a.prefetch ? 2 : 1) * (a.in_floats + a.w_floats) * sizeof(float);
+  if (smem > size_t(dev.smem_optin)) return cudaErrorInvalidConfiguration;
+
+  // ---- layout: which stride the vector stores follow ----
+  int layout;
+  if (p.y_sw == 1 && !(p.y_sc == 1 && OW < 4)) { layout = 0; a.vec = 1; }
+  else if (p.y_sc == 1) { layout = 1; a.vec = 1; }
+  else { layout = 0; a.vec = 0; }
+  // lane-shifted stores: correct, but measured 2-7 % slower on H200 (notes), so off by default
+  a.shift = (SC_SHIFT_STORES && layout == 0 && a.vec && p.y_sh % 4 == 2 && p.y_sc % 4 == 0 && p.y_sn % 4 == 0) ? 1 : 0;
+
+  // ---- threads ----
+  int threads = (thr >= 32 && thr <= 4096) ? int(thr) : 256;
+  threads = std::min(kMaxThreads, std::max(64, threads / 32 * 32));
+  const long long items_max = RB * cdiv(CB, kTP) * (MB / kTM);
+  threads = int(std::min<long long>(threads, std::max<long long>(64, cdiv(items_max, 32) * 32)));
+
+  if (layout == 0) return dispatch_k<0>(p, a, threads, nsm, x, w, y, stream);
+  return dispatch_k<1>(p, a, threads, nsm, x, w, y, stream);
+}
+
+}  // namespace fastconv
