@@ -215,12 +215,9 @@ def normalize(lhs_shape, rhs_shape, window_strides, padding, lhs_dilation=None,
                              f"dimension), got {len(pads)}: {padding!r}")
 
     out_spatial = []
-    for i, (n_in, n_win, (lo, hi), s) in enumerate(zip(dil_in, dil_win, pads, window_strides)):
-        span = n_in + lo + hi - n_win
-        if span < 0:
-            raise ValueError(f"padding/window: spatial dimension {i} has padded input size "
-                             f"{n_in + lo + hi} smaller than the dilated window {n_win}")
-        out_spatial.append(span // s + 1)
+    for n_in, n_win, (lo, hi), s in zip(dil_in, dil_win, pads, window_strides):
+        # like lax: a window larger than the padded input gives an empty output, not an error
+        out_spatial.append(max(0, (n_in + lo + hi - n_win) // s + 1))
     out_shape = [0] * len(lhs_shape)
     out_shape[out_spec[0]] = lhs_shape[lhs_spec[0]] // batch_group_count
     out_shape[out_spec[1]] = rhs_out
