@@ -6,7 +6,7 @@
 //   S    : elements of ch per segment (plan[1]); BK below.  One pipeline stage holds, for ONE
 //          filter tap (kh,kw), S consecutive channels c0..c0+S-1 of
 //            * M' filters      -> Bs[S][M'+4]   (the "S bytes of each of M' filters")
-//            * W'x out pixels  -> As[S][W'x+4]  (the input pixels those outputs need at this tap)
+//            * W'x out pixels  -> As[W'x][S+4]  (the input pixels those outputs need at this tap)
 //          The reduction runs over (c-segment, kh, kw), tap innermost, so the K*K consecutive
 //          stages of one segment re-read the same input lines (the paper's W'y = K lines of the
 //          map per output line) from L1, and one full segment of every filter (S x K x K) streams
@@ -30,21 +30,28 @@
 //          slice r of the tile over ranks 0..CS-1 in fixed order through distributed shared
 //          memory and writes it.  No scratch memory, one pass, deterministic (same bits every run).
 //
-// Plan -> launch mapping (launch_multi_channel)
+// Plan -> launch mapping (launch_multi_channel).  The plan determines the launch; the
+// planner (jax_fastconv/planner.py _multi_channel, MC_CONFIGS) plans over exactly this menu:
 //   plan[1] S       : <= 8 -> BK = 8 (32-byte segments), > 8 -> BK = 16 (64-byte segments);
-//                     the 128x128 tile always uses BK = 8 (BK = 16 spills at 128 registers).
-//   plan[2] M'      : >= 96 -> BN = 128, else BN = 64.
-//   plan[3] W'x     : rounded to the nearest of {32, 64, 128}; tiles (BM x BN) supported:
-//                     128x128 (256 thr, 8x8/thread), 128x64 (128 thr, 8x8), 64x64 (128 thr, 8x4),
-//                     32x64 (128 thr, 4x4).  BN = 128 forces BM = 128; BM < 128 forces BN = 64.
-//   plan[4] W'y     : ignored (see above).
-//   plan[5] c_split : cluster size CS, clamped to [1, 8] (to [1, 16] for the 32x64 tile where
-//                     the device co-schedules a non-portable cluster of 16) and to the number of
-//                     reduction iterations; <= 0 -> chosen automatically (~3 blocks per SM).
+//                     the 128x128 tile exists only with BK = 8.
+//   plan[2] M'      : BN; plan[3] W'x: BM.  (W'x, M') = (128,128) if M' >= 96 and W'x >= 91, else
+//                     BN = 64 and BM = the nearest of {128, 64, 32} (geometric midpoints 90, 45).
+//                     Tiles: 128x128 (256 thr, 8x8/thread, 3 stages), 128x64 (128 thr, 8x8,
+//                     3 stages), 64x64 (128 thr, 8x4, 4 stages), 32x64 (128 thr, 4x4, 4 stages).
+//   plan[4] W'y     : ignored (= KH in the plan, see above).
+//   plan[5] c_split : cluster size CS, clamped to the device (1 below sm_90; 8; 16 for the
+//                     32x64 tile where the device co-schedules a non-portable cluster of 16) and
+//                     to the number of reduction iterations; <= 0 -> the split auto_config
+//                     would give this tile.
 //   plan[6] threads : ignored (implied by the tile).
-//   If plan[0] != 2 or any of plan[1..3] <= 0 or absurd (> 4096), the whole configuration is
-//   chosen automatically from the shape and the SM count (auto_config below).
-//
+//   Only if plan[0] != 2 or any of plan[1..3] <= 0 or > 4096 is the whole configuration chosen
+//   by auto_config (the planner's grid rule with the device's SM count).
+// Loaders (chosen at launch, not planned): A 16-byte cp.async (one pixel x 4 channels) when the
+// input is channel-contiguous, C % 4 == 0 and offsets are 16-byte aligned, else 4-byte
+// (channel-fast for x_sc == 1, pixel-fast otherwise); B 16-byte (4 filters) when filter-
+// contiguous (HWIO), M % 4 == 0 and aligned, else 4-byte.  The A tile is pixel-major in shared
+// memory (row pitch BK+4, BK+2 for the 4-byte loaders); the inner loop reads 2 channels of a
+// pixel (LDS.64) per A row and 2 x float4 of B per k.
 // Any layout: element strides of every logical axis are honoured; the A-tile loader picks the
 // coalesced mapping at launch (channel-fast when x_sc == 1, i.e. NHWC; pixel-fast otherwise,
 // e.g. NCHW); the filter loader likewise (HWIO: filter-fast; OIHW: channel-fast).  Padding
@@ -89,6 +96,12 @@ __device__ __forceinline__ void cp_async4(float* smem_ptr, const float* gptr, bo
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
                : "memory");
 }
+__device__ __forceinline__ void cp_async16(float* smem_ptr, const float* gptr, bool valid) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
+  int sz = valid ? 16 : 0;  // 0 -> zero-fill (padding, channel/filter tails)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -98,29 +111,40 @@ __device__ __forceinline__ void cp_async_wait() {
 template <int BM, int BN, int BK, int TM, int TN, int STAGES>
 struct Cfg {
   static constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
-  static constexpr int LDA = BM + 4, LDB = BN + 4, LDC = BN + 1;
-  static constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
+  // A tile pixel-major (As[m][k], row pitch BK+4: 16-byte rows for the 16-byte loader, and the
+  // 4 consecutive pixel rows a warp reads per LDS.64 fall in distinct banks); B tile k-major.
+  static constexpr int LDAK = BK + 4, LDB = BN + 4, LDC = BN + 1;
+  static constexpr int A_STAGE = BM * LDAK, B_STAGE = BK * LDB;
   static constexpr int PIPE = STAGES * (A_STAGE + B_STAGE);
   static constexpr int CTILE = BM * LDC;
-  static constexpr int REGION = PIPE > CTILE ? PIPE : CTILE;  // floats (even: rowoff aligned)
+  static constexpr int REGION = PIPE > CTILE ? PIPE : CTILE;  // floats
   static constexpr int REGION_AL = (REGION + 3) & ~3;
   static constexpr size_t SMEM = size_t(REGION_AL) * 4 + size_t(BM) * 16;  // + rowoff, apix
-  static constexpr int EA = BM * BK / NT, EB = BN * BK / NT;
+  static constexpr int EA = BM * BK / NT, EB = BN * BK / NT;                // 4-byte loaders
+  static constexpr int KV = BK / 4;                                          // 16-byte vectors
+  static constexpr int EAV = (BM * KV + NT - 1) / NT, EBV = (BN * KV + NT - 1) / NT;
   static constexpr int MINB = NT >= 256 ? 2 : 3;  // <= 128 (256 thr) or <= 168 (128 thr) regs
   static_assert(TX % 8 == 0 && TY % 4 == 0, "warp tile is 4 (pixels) x 8 (filters) threads");
   static_assert((BM * BK) % NT == 0 && (BN * BK) % NT == 0, "loader split");
   static_assert(NT % BK == 0 && NT % BM == 0, "loader mappings");
+  static_assert(BK % 4 == 0 && BN % 4 == 0, "16-byte vectors");
   static_assert(TM == 4 || TM == 8, "TM");
   static_assert(TN == 4 || TN == 8, "TN");
 };
 
-// ACF: A (input) loader channel-fast (NHWC-like, x_sc == 1); otherwise pixel-fast.
-template <int BM, int BN, int BK, int TM, int TN, int STAGES, bool ACF>
+// AM: A (input) loader: 0 pixel-fast 4-byte (NCHW-like), 1 channel-fast 4-byte (x_sc == 1),
+//     2 channel-fast 16-byte (x_sc == 1, C % 4 == 0, 16-byte aligned pixel offsets).
+// BV: B (filter) loader 16-byte, filter-fast (w_so == 1, M % 4 == 0, aligned); else 4-byte.
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV>
 __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, BN, BK, TM, TN, STAGES>::MINB)
     mc_kernel(const KArgs a) {
   using G = Cfg<BM, BN, BK, TM, TN, STAGES>;
-  constexpr int NT = G::NT, LDA = G::LDA, LDB = G::LDB, LDC = G::LDC;
-  constexpr int EA = G::EA, EB = G::EB;
+  constexpr int NT = G::NT, LDB = G::LDB, LDC = G::LDC, TY = G::TY;
+  // A row pitch: BK+4 (16-byte rows) for the 16-byte loader; BK+2 for the 4-byte loaders, so
+  // that the pixel-fast loader's 32 stores of one warp (pitch 18 / 10 words) hit 2-way at most
+  // instead of 4-way; the A stage is allocated at BK+4 either way.
+  constexpr int LDAK = AM == 2 ? G::LDAK : BK + 2;
+  constexpr int EA = G::EA, EB = G::EB, KV = G::KV, EAV = G::EAV, EBV = G::EBV;
   extern __shared__ __align__(16) float smem[];
   float* As = smem;
   float* Bs = smem + STAGES * G::A_STAGE;
@@ -155,23 +179,20 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   }
   __syncthreads();
 
-  // ---- A loader mapping: channel-fast (k fixed, EA pixels) or pixel-fast (1 pixel, EA k's)
-  int a_k0, a_m0;
-  if (ACF) {
-    a_k0 = tid % BK;
-    a_m0 = tid / BK;
-  } else {
-    a_m0 = tid % BM;
-    a_k0 = tid / BM;
-  }
-  // ---- B loader setup: per element the 32-bit filter offset (tap 0, segment 0)
-  int boff[EB];
+  // ---- B loader setup: per element (vector) the 32-bit filter offset (tap 0, segment 0)
+  constexpr int NB = BV ? EBV : EB;
+  int boff[NB];
 #pragma unroll
-  for (int j = 0; j < EB; ++j) {
+  for (int j = 0; j < NB; ++j) {
     int idx = tid + j * NT;
-    int n = a.b_mfast ? idx % BN : idx / BK;
-    int k = a.b_mfast ? idx / BN : idx % BK;
-    boff[j] = (m0 + n < a.M) ? (m0 + n) * a.w_so + k * a.w_si : -1;
+    if (BV) {
+      int n = (idx % (BN / 4)) * 4, k = idx / (BN / 4);
+      boff[j] = (idx < BN * KV && m0 + n < a.M) ? (m0 + n) + k * a.w_si : -1;
+    } else {
+      int n = a.b_mfast ? idx % BN : idx / BK;
+      int k = a.b_mfast ? idx / BN : idx % BK;
+      boff[j] = (m0 + n < a.M) ? (m0 + n) * a.w_so + k * a.w_si : -1;
+    }
   }
 
   // reduction counters of the next stage to load: segment start c, tap (kh, kw)
@@ -188,28 +209,58 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     float* bs = Bs + buf * G::B_STAGE;
     const int dh = l_kh - a.pad_top, dw = l_kw - a.pad_left;
     const int tapoff = dh * a.x_sh + dw * a.x_sw;
-    // A: W'x pixels x S channels of the input shifted by this tap
+    // A: W'x pixels x S channels of the input shifted by this tap (pixel-major in shared)
+    if (AM == 2) {
 #pragma unroll
-    for (int j = 0; j < EA; ++j) {
-      const int m = ACF ? a_m0 + j * (NT / BK) : a_m0;
-      const int k = ACF ? a_k0 : a_k0 + j * (NT / BM);
-      const int c = l_c + k;
-      const int2 ap = apix[m];
-      const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
-      const bool v = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
-      const float* src = v ? a.x + (ap.x + tapoff + c * a.x_sc) : a.x;
-      cp_async4(as + k * LDA + m, src, v);
+      for (int j = 0; j < EAV; ++j) {
+        const int idx = tid + j * NT;
+        if (EAV * NT == BM * KV || idx < BM * KV) {
+          const int m = idx / KV, k = (idx % KV) * 4;
+          const int c = l_c + k;
+          const int2 ap = apix[m];
+          const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+          const bool v = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
+          const float* src = v ? a.x + (ap.x + tapoff + c) : a.x;
+          cp_async16(as + m * LDAK + k, src, v);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < EA; ++j) {
+        const int idx = tid + j * NT;
+        const int m = AM == 1 ? idx / BK : idx % BM;
+        const int k = AM == 1 ? idx % BK : idx / BM;
+        const int c = l_c + k;
+        const int2 ap = apix[m];
+        const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+        const bool v = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
+        const float* src = v ? a.x + (ap.x + tapoff + c * a.x_sc) : a.x;
+        cp_async4(as + m * LDAK + k, src, v);
+      }
     }
     // B: S channels of M' filters at this tap
     const int woff = l_c * a.w_si + l_kh * a.w_sh + l_kw * a.w_sw;
+    if (BV) {
 #pragma unroll
-    for (int j = 0; j < EB; ++j) {
-      const int idx = tid + j * NT;
-      const int n = a.b_mfast ? idx % BN : idx / BK;
-      const int k = a.b_mfast ? idx / BN : idx % BK;
-      const bool v = boff[j] >= 0 && l_c + k < a.C;
-      const float* src = v ? a.w + (boff[j] + woff) : a.w;
-      cp_async4(bs + k * LDB + n, src, v);
+      for (int j = 0; j < EBV; ++j) {
+        const int idx = tid + j * NT;
+        if (EBV * NT == BN * KV || idx < BN * KV) {
+          const int n = (idx % (BN / 4)) * 4, k = idx / (BN / 4);
+          const bool v = boff[j] >= 0 && l_c + k < a.C;
+          const float* src = v ? a.w + (boff[j] + woff) : a.w;
+          cp_async16(bs + k * LDB + n, src, v);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < EB; ++j) {
+        const int idx = tid + j * NT;
+        const int n = a.b_mfast ? idx % BN : idx / BK;
+        const int k = a.b_mfast ? idx / BN : idx % BK;
+        const bool v = boff[j] >= 0 && l_c + k < a.C;
+        const float* src = v ? a.w + (boff[j] + woff) : a.w;
+        cp_async4(bs + k * LDB + n, src, v);
+      }
     }
     // advance: tap innermost, then the next S-channel segment
     if (++l_kw == a.KW) {
@@ -221,7 +272,8 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     }
   };
 
-  // thread position: warps tile the block, each warp is 4 (pixel rows) x 8 (filter cols)
+  // thread position: warps tile the block, each warp is 4 (pixel rows) x 8 (filter cols);
+  // a thread owns pixel rows ty + i*TY (i < TM) and filter columns tx*4+j, BN/2+tx*4+j.
   const int warp = tid >> 5, lane = tid & 31;
   constexpr int WX = G::TX / 8;
   const int ty = (warp / WX) * 4 + (lane >> 3);
@@ -247,31 +299,30 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     cp_async_commit();
     wbuf = (wbuf + 1 == STAGES) ? 0 : wbuf + 1;
 
-    const float* as = As + rbuf * G::A_STAGE;
-    const float* bs = Bs + rbuf * G::B_STAGE;
+    const float* as = As + rbuf * G::A_STAGE + ty * LDAK;
+    const float* bs = Bs + rbuf * G::B_STAGE + tx * 4;
 #pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float ra[TM], rb[TN];
-      {
-        float4 v = *reinterpret_cast<const float4*>(as + k * LDA + ty * 4);
-        ra[0] = v.x; ra[1] = v.y; ra[2] = v.z; ra[3] = v.w;
-        if (TM == 8) {
-          float4 u = *reinterpret_cast<const float4*>(as + k * LDA + BM / 2 + ty * 4);
-          ra[TM / 2 + 0] = u.x; ra[TM / 2 + 1] = u.y; ra[TM / 2 + 2] = u.z; ra[TM / 2 + 3] = u.w;
-        }
-      }
-      {
-        float4 v = *reinterpret_cast<const float4*>(bs + k * LDB + tx * 4);
-        rb[0] = v.x; rb[1] = v.y; rb[2] = v.z; rb[3] = v.w;
-        if (TN == 8) {
-          float4 u = *reinterpret_cast<const float4*>(bs + k * LDB + BN / 2 + tx * 4);
-          rb[TN / 2 + 0] = u.x; rb[TN / 2 + 1] = u.y; rb[TN / 2 + 2] = u.z; rb[TN / 2 + 3] = u.w;
-        }
+    for (int k = 0; k < BK; k += 2) {
+      float2 ra[TM];
+      float rb0[TN], rb1[TN];
+#pragma unroll
+      for (int ii = 0; ii < TM; ++ii)
+        ra[ii] = *reinterpret_cast<const float2*>(as + ii * TY * LDAK + k);
+#pragma unroll
+      for (int h = 0; h < TN / 4; ++h) {
+        float4 v = *reinterpret_cast<const float4*>(bs + k * LDB + h * (BN / 2));
+        float4 u = *reinterpret_cast<const float4*>(bs + (k + 1) * LDB + h * (BN / 2));
+        rb0[h * 4 + 0] = v.x; rb0[h * 4 + 1] = v.y; rb0[h * 4 + 2] = v.z; rb0[h * 4 + 3] = v.w;
+        rb1[h * 4 + 0] = u.x; rb1[h * 4 + 1] = u.y; rb1[h * 4 + 2] = u.z; rb1[h * 4 + 3] = u.w;
       }
 #pragma unroll
       for (int ii = 0; ii < TM; ++ii)
 #pragma unroll
-        for (int jj = 0; jj < TN; ++jj) acc[ii][jj] = fmaf(ra[ii], rb[jj], acc[ii][jj]);
+        for (int jj = 0; jj < TN; ++jj) acc[ii][jj] = fmaf(ra[ii].x, rb0[jj], acc[ii][jj]);
+#pragma unroll
+      for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) acc[ii][jj] = fmaf(ra[ii].y, rb1[jj], acc[ii][jj]);
     }
     rbuf = (rbuf + 1 == STAGES) ? 0 : rbuf + 1;
   }
@@ -282,7 +333,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   float* Cs = smem;
 #pragma unroll
   for (int ii = 0; ii < TM; ++ii) {
-    const int row = (ii < 4) ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4);
+    const int row = ty + ii * TY;
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
       const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
@@ -341,16 +392,19 @@ constexpr int kTileBN[4] = {128, 64, 64, 64};
 template <int BM, int BN, int BK, int TM, int TN, int ST>
 struct Inst {
   using G = Cfg<BM, BN, BK, TM, TN, ST>;
-  static KernelFn fn(bool acf) {
-    return acf ? mc_kernel<BM, BN, BK, TM, TN, ST, true> : mc_kernel<BM, BN, BK, TM, TN, ST, false>;
+  static KernelFn fn(int am, bool bv) {
+    if (am == 2)
+      return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
+    return am == 1 ? mc_kernel<BM, BN, BK, TM, TN, ST, 1, false> : mc_kernel<BM, BN, BK, TM, TN, ST, 0, false>;
   }
 };
 
-static void kernel_for(const Choice& ch, bool acf, KernelFn* fn, int* nt, size_t* smem) {
+// The menu (keep jax_fastconv/planner.py MC_CONFIGS in sync: tile, BK, threads, STAGES).
+static void kernel_for(const Choice& ch, int am, bool bv, KernelFn* fn, int* nt, size_t* smem) {
 #define MC_CASE(T, BK_, BM, BN, TM, TN, ST)              \
   if (ch.tile == T && ch.bk == BK_) {                     \
     using I = Inst<BM, BN, BK_, TM, TN, ST>;              \
-    *fn = I::fn(acf);                                     \
+    *fn = I::fn(am, bv);                                  \
     *nt = I::G::NT;                                       \
     *smem = I::G::SMEM;                                   \
     return;                                               \
@@ -385,7 +439,7 @@ static int max_cluster(int tile) {
   KernelFn fn = nullptr;
   int nt = 0;
   size_t smem = 0;
-  kernel_for(Choice{3, 16, 16}, true, &fn, &nt, &smem);
+  kernel_for(Choice{3, 16, 16}, 2, true, &fn, &nt, &smem);
   if (fn && cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(1, 1, 16);
@@ -419,25 +473,28 @@ static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) * p.KH * p.KW); }
 
-// Automatic configuration.  Measured on H200 (notes): a block's efficiency is best for the
-// 128x64 tile (8x8 outputs per thread) and drops with 64x64 / 32x64 (fewer FFMAs per LDS);
-// and a grid of fewer than ~3 resident blocks per SM starves the FFMA pipes.  So: take the
-// largest tile that either has >= 2 tiles per SM unsplit, or for which a cluster split of <= 8
-// (each rank keeping >= 16 reduction steps) reaches ~3 blocks per SM; the last resort (batch 1, tiny maps) is the 32x64 tile with the
-// largest split the reduction allows (up to 16, non-portable cluster, where the device takes it).
-static int max_cluster(int tile);
+// Fallback configuration for plans with absurd values (and plan[5] <= 0).  The SAME rule as
+// jax_fastconv/planner.py _multi_channel's grid rule (measured on H200, notes): take the largest
+// tile of {128x64, 64x64, 32x64} that either has >= 2 tiles per SM unsplit, or for which a
+// cluster split of <= 8 reaches ~3 blocks per SM while each rank keeps >= kMinSteps reduction
+// steps; last resort (batch 1, tiny maps): 32x64 with the largest split the device allows (16,
+// non-portable, on sm_90), each rank keeping >= 4 steps.  S = 64 B when C >= 32 and C % 16 == 0.
+constexpr int kMinSteps = 12;
+constexpr int kSplitBlocksPerSM = 3;
 static Choice auto_config(const ConvParams& p, int sms) {
   const long long P = p.N * p.OH * p.OW;
   Choice ch{3, 8, 1};
   ch.bk = (p.C >= 32 && p.C % 16 == 0) ? 16 : 8;
   const int T = iterations(p, ch.bk);
-  const long long target = 3LL * sms;
+  const long long target = (long long)kSplitBlocksPerSM * sms;
   const int order[3] = {1, 2, 3};
   for (int t : order) {
     long long tiles = cdiv(P, kTileBM[t]) * cdiv(p.M, kTileBN[t]);
     if (tiles >= 2LL * sms) { ch.tile = t; ch.cs = 1; return ch; }  // split costs more than it gains
     long long cs = cdiv(target, tiles);
-    if (cs <= 8 && cs <= T / 16) { ch.tile = t; ch.cs = (int)(cs < 1 ? 1 : cs); return ch; }
+    if (cs <= 8 && cs <= max_cluster(t) && cs * kMinSteps <= T) {
+      ch.tile = t; ch.cs = (int)(cs < 1 ? 1 : cs); return ch;
+    }
   }
   ch.tile = 3;
   long long tiles = cdiv(P, kTileBM[3]) * cdiv(p.M, kTileBN[3]);
@@ -449,32 +506,33 @@ static Choice auto_config(const ConvParams& p, int sms) {
   return ch;
 }
 
+// The plan determines the launch (see the header): tile = (W'x, M') on the menu, BK = S,
+// cluster = c_split (clamped to what the device allows and to the reduction length).
 static Choice plan_config(const ConvParams& p, int sms) {
-  Choice ch = auto_config(p, sms);
   const int64_t S = p.plan[1], Mp = p.plan[2], Wx = p.plan[3], split = p.plan[5];
   const bool valid = p.plan[0] == kMultiChannel && S > 0 && Mp > 0 && Wx > 0 && S <= 4096 &&
                      Mp <= 4096 && Wx <= 4096;
-  if (valid) {
+  Choice ch;
+  if (!valid) {
+    ch = auto_config(p, sms);
+  } else {
     ch.bk = S <= 8 ? 8 : 16;
-    if (Mp >= 96) {
+    if (Mp >= 96 && Wx >= 91) {
       ch.tile = 0;
     } else {
       // nearest of {128, 64, 32} (geometric midpoints 90, 45)
       ch.tile = Wx >= 91 ? 1 : (Wx >= 46 ? 2 : 3);
     }
     if (split > 0) {
-      const int cmax = max_cluster(ch.tile);
-      ch.cs = (int)(split > cmax ? cmax : split);
+      ch.cs = (int)(split > 64 ? 64 : split);
     } else {
+      Choice au = auto_config(p, sms);  // no split given: the automatic split for this tile
       long long tiles = cdiv(p.N * p.OH * p.OW, kTileBM[ch.tile]) * cdiv(p.M, kTileBN[ch.tile]);
-      ch.cs = 1;
-      if (tiles < sms) {
-        long long want = cdiv(2LL * sms, tiles);
-        ch.cs = (int)(want < 8 ? want : 8);
-      }
+      ch.cs = (au.tile == ch.tile) ? au.cs
+                                   : (tiles >= sms ? 1 : (int)cdiv(kSplitBlocksPerSM * sms, tiles));
     }
   }
-  if (ch.tile == 0) ch.bk = 8;  // 128x128 with 64-byte segments would spill at 128 regs
+  if (ch.tile == 0) ch.bk = 8;  // 128x128 with 64-byte segments would spill (not instantiated)
   const int T = iterations(p, ch.bk);
   if (ch.cs > T) ch.cs = T > 0 ? T : 1;
   if (ch.cs > max_cluster(ch.tile)) ch.cs = max_cluster(ch.tile);
@@ -482,7 +540,23 @@ static Choice plan_config(const ConvParams& p, int sms) {
   return ch;
 }
 
+static int g_vector = 1;  // drivers may turn the 16-byte loaders off (A/B timing)
+
+// 16-byte loaders: A when the input is channel-contiguous (x_sc == 1), C % 4 == 0 and every
+// pixel offset is a multiple of 4 elements on a 16-byte aligned base; B when the filters are
+// filter-contiguous (w_so == 1), M % 4 == 0 and every (c, kh, kw) offset is a multiple of 4.
+static void loader_modes(const ConvParams& p, const float* x, const float* w, int* am, bool* bv) {
+  const bool acf = llabs(p.x_sc) <= llabs(p.x_sw);
+  const bool avec = g_vector && p.x_sc == 1 && p.C % 4 == 0 && p.x_sw % 4 == 0 &&
+                    p.x_sh % 4 == 0 && p.x_sn % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+  *am = avec ? 2 : (acf ? 1 : 0);
+  *bv = avec && p.w_so == 1 && p.M % 4 == 0 && p.w_si % 4 == 0 && p.w_sh % 4 == 0 &&
+        p.w_sw % 4 == 0 && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+}
+
 }  // namespace mc
+
+void multi_channel_set_vector(int on) { mc::g_vector = on; }
 
 // Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
 int multi_channel_describe(const ConvParams& p, char* buf, int len) {
@@ -529,14 +603,16 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
   a.y_sn = p.y_sn; a.y_sc = p.y_sc; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
   a.T = mc::iterations(p, ch.bk);
   // loader/writer mappings: whichever logical axis is contiguous (smaller stride) runs fastest
-  const bool acf = llabs(p.x_sc) <= llabs(p.x_sw);
+  int am = 0;
+  bool bv = false;
+  mc::loader_modes(p, x, w, &am, &bv);
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
 
   mc::KernelFn fn = nullptr;
   int nt = 0;
   size_t smem = 0;
-  mc::kernel_for(ch, acf, &fn, &nt, &smem);
+  mc::kernel_for(ch, am, bv, &fn, &nt, &smem);
   if (!fn) return cudaErrorInvalidValue;
   cudaError_t err;
   if (smem > 48 * 1024) {

@@ -39,19 +39,31 @@ Departures from the paper (each one deliberate; the paper mixes bytes and elemen
    Th >= N_FMA (prefetch, section 2.2 step 3) first, then (step 4) those whose data in flight
    over all blocks reaches V_s, then the smaller of D1 and D2 (section 3.1 step 4). P and Q
    are normalised so that no piece is empty (P = ceil(OH / ceil(OH / P))).
-7. Multi channel: S bytes = S/4 filter elements of the flattened (ch, ky, kx) sequence; one
-   segment spans at most ceil((S/4 + KW - 1) / KW) filter rows, each needing one map line, so
-   W'y counts that worst case (the paper's ceil(S / (4K)) assumes segments start on a row
-   boundary). One stage is S x M' + 4 x W'y x (W'x + KW - 1) bytes (the paper adds W'x pixels
-   to bytes, and omits the KW - 1 halo). The FMA requirement uses the pixels a tile really
-   computes, min(W'x, OW): M' >= N_FMA x 4 / (S x min(W'x, OW)). W'x = the smallest multiple
-   of 32 pixels (128 B) covering OW, at most 128 (the paper's best). S = 32 B first (larger
-   M'), 64 B when 32 B cannot meet the requirement; a filter shorter than one segment
-   (C x KH x KW < S / 4 elements) is one segment. One block of 256 threads per SM (the
-   paper's M' = 64 at W'x = 128 matches N_FMA per SM, not per half SM).
-8. Beyond the paper: when the output tiles N x OH x ceil(OW / W'x) x ceil(M / M') are fewer
-   than N_sm, the channels are split (c_split > 1, the smallest split giving >= N_sm blocks);
-   the partial sums need a reduction the paper rejected on Pascal (section 2.3).
+7. Multi channel, the real kernel: the plan is chosen from the menu of tiles that
+   cuda/multi_channel.cu instantiates (MC_CONFIGS: W'x x M' in 128x64, 64x64, 32x64,
+   128x128; S = 32 or 64 B, i.e. S_e = BK = 8 or 16 channels; threads, STAGES and the ptxas
+   registers of each), and the plan determines the launch (kernel_attrs = [2, S_e, M', W'x,
+   W'y, c_split, threads, 0]). Departures: (a) the paper has one block per SM; here
+   b = min(by registers, by shared memory, by threads) blocks are resident and the FMA
+   requirement is per SM over all of them: b x M' x S/4 x min(W'x, P) >= N_FMA, with P =
+   N x OH x OW because the kernel's tiles run over flattened (n, oh, ow) pixels (a tile spans
+   lines and images); (b) one stage = one tap (kh, kw) of an S_e-channel segment: W'x pixels
+   x S_e channels + S_e x M' filter values (padded rows: 4 (W'x (S_e + 4) + S_e (M' + 4))
+   bytes), so W'y is just KH (the lines a segment's K x K stages read per output line; the
+   paper's ceil(S / (4K)) mixes bytes and taps); (c) the paper's double buffer is a STAGES-deep
+   ring: STAGES x stage <= the block's share of shared memory (the paper: stage <= S_shared
+   / 2); (d) among the tiles that meet the requirement the paper's order (smallest M', then
+   largest W'x) holds, but S = 64 B comes before 32 B: on the menu M' does not grow at the
+   smaller S, and 64 B halves the stages (barriers): measured 8-10% faster (notes, v4).
+   On the H100/H200 presets this gives the paper's best, M' = 64, W'x = 128 (b = 3).
+8. Beyond the paper, the grid (the rule of the kernel's auto_config, measured on an H200):
+   when the chosen tile leaves fewer than 2 tiles per SM, walk W'x = 128, 64, 32 (M' = 64):
+   take the first with >= 2 tiles per SM unsplit, or whose ch split c_split = ceil(3 N_sm /
+   tiles) is <= 8 (and <= the device's cluster limit) while each rank keeps >= MC_MIN_STEPS
+   = 12 reduction steps; else 32x64 with the largest split allowed (16 on sm_90: non-portable
+   cluster; 1 below sm_90: no clusters), each rank keeping >= 4 steps. The split reduction
+   (thread-block cluster, distributed shared memory, fixed order) is what the paper rejected
+   on Pascal (section 2.3).
 """
 from __future__ import annotations
 
@@ -78,9 +90,30 @@ ELEM_BYTES = 4           # single precision
 WARP = 32
 SC_BLOCKS_PER_SM = 2     # section 4: N_block = 2 x N_sm
 SC_THREADS = 512         # section 4: 512 threads per block
-MC_BLOCKS_PER_SM = 1
-MC_THREADS = 256
-MC_WX_MAX = 128          # section 4: W'x = 128 was the best
+# Multi channel: the kernel's real menu (cuda/multi_channel.cu, kernel_for / Cfg), one row per
+# instantiation: (W'x = BM pixels, M' = BN filters, S_e = BK channels per segment, threads,
+# STAGES, registers per thread). Registers come from `nvcc -std=c++17 -O3 -gencode
+# arch=compute_90a,code=sm_90a -Xptxas -v -c cuda/multi_channel.cu` (the maximum over the
+# loader variants of that tile: 16-byte NHWC / 4-byte channel-fast / 4-byte pixel-fast); keep
+# them in sync with the kernel whenever it changes. They are sm_90 numbers, applied to every
+# preset (the planner models the kernel that runs, not a hypothetical Pascal build).
+MC_CONFIGS = (
+    # W'x  M'  S_e threads STAGES regs
+    (128, 64, 8, 128, 3, 168),
+    (128, 64, 16, 128, 3, 168),
+    (64, 64, 8, 128, 4, 115),
+    (64, 64, 16, 128, 4, 120),
+    (32, 64, 8, 128, 4, 92),
+    (32, 64, 16, 128, 4, 118),
+    (128, 128, 8, 256, 3, 128),
+)
+MC_MAX_BLOCKS_PER_SM = 32       # hardware limit of resident blocks per SM (sm_50..sm_90)
+MC_GRID_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles the grid rule walks, largest first
+MC_SPLIT_BLOCKS_PER_SM = 3      # a split aims at ~3 resident blocks per SM (kernel: kSplitBlocksPerSM)
+MC_MIN_STEPS = 12               # each split rank keeps >= 12 reduction steps (kernel: kMinSteps)
+MC_MAX_SPLIT = 8                # portable cluster size
+MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 tile only
+MC_LAST_RESORT_STEPS = 4        # last resort: each rank keeps >= 4 steps
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -380,73 +413,141 @@ def _single_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
 
 
 # ------------------------------------------------------------------ section 3.2
+def _mc_shared_bytes(Wx: int, Mp: int, Se: int, stages: int) -> tuple[int, int]:
+    """(one stage, whole block) in bytes, as cuda/multi_channel.cu's Cfg lays them out: the
+    A tile pixel-major W'x x (S_e + 4), the B tile S_e x (M' + 4), STAGES deep; the output
+    tile W'x x (M' + 1) reuses the ring; 16 B per pixel of output/input offsets."""
+    stage = ELEM_BYTES * (Wx * (Se + 4) + Se * (Mp + 4))
+    region = max(stages * stage // ELEM_BYTES, Wx * (Mp + 1))
+    region = (region + 3) // 4 * 4
+    return stage, ELEM_BYTES * region + 16 * Wx
+
+
+def _mc_blocks_per_sm(hw: Hardware, threads: int, regs: int, shared: int) -> dict:
+    alloc = _cdiv(regs, 8) * 8                       # registers are allocated 8 per thread
+    by_regs = hw.regs_per_sm // (alloc * threads)
+    by_shared = (hw.shared_per_sm // (shared + _reserved_shared(hw))
+                 if shared <= hw.shared_per_block_optin else 0)
+    by_threads = hw.max_threads_per_sm // threads
+    return dict(by_regs=by_regs, by_shared=by_shared, by_threads=by_threads,
+                b=min(by_regs, by_shared, by_threads, MC_MAX_BLOCKS_PER_SM))
+
+
+def _mc_max_split(hw: Hardware, Wx: int) -> int:
+    if hw.compute_capability < (9, 0):
+        return 1                                     # thread-block clusters need sm_90
+    return MC_MAX_SPLIT_SM90_SMALL if Wx == 32 else MC_MAX_SPLIT
+
+
 def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     d = spec.dims
     N, C, M, KH, KW, OH, OW = d["N"], d["C"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
-    b = MC_BLOCKS_PER_SM
-    S_sh = min(hw.shared_per_block_optin, hw.shared_per_sm // b - _reserved_shared(hw))
-    T = min(MC_THREADS, hw.max_threads_per_block, hw.max_threads_per_sm // b) // WARP * WARP
-    budget = _reg_budget(hw, b, T)
-    n_fma = lat["N_FMA"]
-    Wx = min(_cdiv(OW, WARP) * WARP, MC_WX_MAX)          # multiple of 32 px = 128 B
-    Wx_eff = min(Wx, OW)
-    common = (("blocks_per_SM", b), ("S_shared", S_sh), ("threads_per_block", T),
-              ("reg_budget", budget))
+    n_fma, n_sm = lat["N_FMA"], hw.sm_count
+    P = N * OH * OW                                  # flattened output pixels (tiles span lines)
 
-    options = []
-    for S in (32, 64):
-        # a filter shorter than one segment (C x KH x KW < S / 4) is one segment
-        Se = min(S // ELEM_BYTES, C * KH * KW)
-        Wy = min(_cdiv(Se + KW - 1, KW), C * KH)
-        map_bytes = ELEM_BYTES * Wy * (Wx + KW - 1)
-        m_lo = max(1, _cdiv(n_fma, Se * Wx_eff))       # = N_FMA x 4 / (S x W'x) at S = 4 Se
-        m_shared = (S_sh // 2 - map_bytes) // (ELEM_BYTES * Se)
-        acc_max = budget - REG_BASE - Se
-        m_regs = acc_max * T // Wx if acc_max > 0 else 0
-        m_hi = min(M, m_shared, m_regs)
-        options.append(dict(S=S, Se=Se, Wy=Wy, map_bytes=map_bytes, m_lo=m_lo, m_hi=m_hi))
-    if options[0]["Se"] == options[1]["Se"]:      # both S give the same (whole-filter) segment
-        options = options[:1]
-    meets = [o for o in options if 1 <= o["m_lo"] <= o["m_hi"]]
+    # Every instantiation on the menu, with its residency on this hardware.
+    cfgs = []
+    for Wx, Mp, Se, T, stages, regs in MC_CONFIGS:
+        if T > hw.max_threads_per_block:
+            continue
+        stage, shared = _mc_shared_bytes(Wx, Mp, Se, stages)
+        occ = _mc_blocks_per_sm(hw, T, regs, shared)
+        b = occ["b"]
+        if b < 1:
+            continue
+        S_sh = min(hw.shared_per_block_optin, hw.shared_per_sm // b - _reserved_shared(hw))
+        if stages * stage > S_sh:                    # the ring must fit the block's share
+            continue
+        Wx_eff = min(Wx, P)
+        cfgs.append(dict(Wx=Wx, Mp=Mp, Se=Se, S=Se * ELEM_BYTES, T=T, stages=stages, regs=regs,
+                         stage=stage, shared=shared, S_sh=S_sh, b=b, occ=occ,
+                         th_stage=Mp * Se * Wx_eff, th_sm=b * Mp * Se * Wx_eff,
+                         m_lo=_cdiv(n_fma, b * Se * Wx_eff),
+                         tiles=_cdiv(P, Wx) * _cdiv(M, Mp),
+                         steps=_cdiv(C, Se) * KH * KW))
+    if not cfgs:
+        return _direct(hw, f"multi channel: no tile of the kernel fits {hw.shared_per_sm} B of "
+                           f"shared memory and {hw.regs_per_sm} registers per SM", lat)
+
+    # Section 3.2 per SM: b x M' x S/4 x min(W'x, P) >= N_FMA; the paper's preference among
+    # those that meet it: smallest M', then largest W'x; then S = 64 B before 32 B (departure:
+    # the paper takes 32 B first because it leaves room for a larger M'; on the menu M' is
+    # fixed by the tile, and a 64 B segment halves the stages, i.e. the barriers and the ring
+    # bookkeeping: 128x64 S64 ran 8-10% faster than S32 on every large layer, H200, notes v4).
+    meets = [c for c in cfgs if c["th_sm"] >= n_fma]
     if meets:
-        o = meets[0]
-        Mp = o["m_lo"]
-        why = (f"S = {o['S']} B: the smallest M' = {Mp} with M' x S/4 x min(W'x, OW) >= N_FMA "
-               f"and one stage <= S_shared / 2")
+        paper = min(meets, key=lambda c: (c["Mp"], -c["Wx"], -c["S"]))
+        why = (f"{paper['Wx']}x{paper['Mp']}/S{paper['S']}: the smallest M' = {paper['Mp']} "
+               f"(then the largest W'x, then S = 64 B: half the stages and barriers, measured "
+               f"~10% faster) with b x M' x S/4 x min(W'x, P) = "
+               f"{paper['b']} x {paper['Mp']} x {paper['Se']} x {min(paper['Wx'], P)} = "
+               f"{paper['th_sm']} >= N_FMA = {n_fma} ({paper['b']} resident blocks per SM)")
     else:
-        fits = [o for o in options if o["m_hi"] >= 1]
-        if not fits:
-            return _direct(hw, f"multi channel: one stage of even M' = 1 exceeds S_shared / 2 "
-                               f"= {S_sh // 2} B or the register budget ({budget})",
-                           lat, common)
-        o = max(fits, key=lambda o: (o["m_hi"] * o["Se"], -o["S"]))
-        Mp = o["m_hi"]
-        lim = "M" if Mp == M else "shared memory/registers"
-        why = (f"no M' <= {lim} reaches N_FMA (needs M' >= {o['m_lo']} at S = {o['S']} B); "
-               f"S = {o['S']} B, M' = {Mp}: prefetch hides the latency only partly")
-    S, Se, Wy = o["S"], o["Se"], o["Wy"]
-    stage = ELEM_BYTES * Se * Mp + o["map_bytes"]
-    regs = REG_BASE + _cdiv(Mp * Wx, T) + Se
-    th_stage = Mp * Se * Wx_eff
-    tiles = N * OH * _cdiv(OW, Wx) * _cdiv(M, Mp)
-    c_split = 1
-    if tiles < hw.sm_count and C > 1:
-        target = _cdiv(hw.sm_count, tiles)
-        c_split = C
-        for s in range(min(target, C), C + 1):
-            s_norm = _cdiv(C, _cdiv(C, s))
-            if s_norm * tiles >= hw.sm_count:
-                c_split = s_norm
+        paper = max(cfgs, key=lambda c: (c["th_sm"], -c["Mp"], c["Wx"], -c["S"]))
+        why = (f"no tile reaches N_FMA = {n_fma} per SM (P = {P} pixels); "
+               f"{paper['Wx']}x{paper['Mp']}/S{paper['S']} computes the most, "
+               f"{paper['th_sm']} FMAs per SM per stage: prefetch hides the latency only partly")
+
+    # Beyond the paper: the grid. The same rule as the kernel's auto_config (measured, notes).
+    def pick(Wx, Se_pref):
+        cands = [c for c in cfgs if c["Wx"] == Wx and c["Mp"] == 64]
+        if not cands:
+            return None
+        same = [c for c in cands if c["Se"] == Se_pref]
+        return same[0] if same else cands[0]
+
+    chosen, c_split = paper, 1
+    if paper["tiles"] < 2 * n_sm:
+        # S for the split tiles: 64 B where the segments are whole (C >= 32, C % 16 == 0) --
+        # fewer, longer stages; the FMA requirement is out of reach for these grids anyway.
+        Se_pref = 16 if (C >= 32 and C % 16 == 0) else 8
+        target = MC_SPLIT_BLOCKS_PER_SM * n_sm
+        found = None
+        for Wx in MC_GRID_TILES:
+            c = pick(Wx, Se_pref)
+            if c is None:
+                continue
+            if c["tiles"] >= 2 * n_sm:
+                found, cs, how = c, 1, f"{c['tiles']} tiles >= 2 x N_sm: no split"
                 break
-        why += (f"; only {tiles} output tiles for {hw.sm_count} SMs: channels split "
-                f"{c_split} ways (beyond the paper: needs a reduction across blocks)")
-    q = list(lat.items()) + list(common) + [
-        ("S", S), ("S_elems", Se), ("W'x", Wx), ("W'y", Wy), ("M'_lower", o["m_lo"]),
-        ("M'_upper", o["m_hi"]), ("M'", Mp), ("Th_stage", th_stage), ("stage_bytes", stage),
-        ("shared_bytes_per_block", 2 * stage), ("regs_per_thread", regs),
-        ("output_tiles", tiles), ("c_split", c_split),
+            cs = _cdiv(target, c["tiles"])
+            if cs <= min(MC_MAX_SPLIT, _mc_max_split(hw, Wx)) and cs * MC_MIN_STEPS <= c["steps"]:
+                found, how = c, (f"{c['tiles']} tiles x split {cs} ~ {MC_SPLIT_BLOCKS_PER_SM} "
+                                 f"blocks per SM, {c['steps'] // cs} reduction steps per rank "
+                                 f">= {MC_MIN_STEPS}")
+                break
+        if found is None:
+            c = pick(32, Se_pref)
+            if c is not None:
+                cs = min(_cdiv(target, c["tiles"]), _mc_max_split(hw, 32),
+                         c["steps"] // MC_LAST_RESORT_STEPS)
+                cs = max(cs, 1)
+                found, how = c, (f"last resort: the 32x64 tile, {c['tiles']} tiles, split {cs} "
+                                 f"(device maximum {_mc_max_split(hw, 32)}, >= "
+                                 f"{MC_LAST_RESORT_STEPS} steps per rank)")
+        if found is not None:
+            chosen, c_split = found, cs
+            why += (f"; only {paper['tiles']} output tiles of {paper['Wx']}x{paper['Mp']} for "
+                    f"{n_sm} SMs (< 2 per SM): {chosen['Wx']}x{chosen['Mp']}/S{chosen['S']}, "
+                    f"{how}")
+            if c_split > 1:
+                why += (" (beyond the paper: the ch reduction is split over a thread-block "
+                        "cluster and summed through distributed shared memory)")
+    c = chosen
+    lat_q = list(lat.items())
+    q = lat_q + [
+        ("blocks_per_SM", c["b"]), ("blocks_by_regs", c["occ"]["by_regs"]),
+        ("blocks_by_shared", c["occ"]["by_shared"]), ("blocks_by_threads", c["occ"]["by_threads"]),
+        ("S_shared", c["S_sh"]), ("threads_per_block", c["T"]),
+        ("reg_budget", _reg_budget(hw, c["b"], c["T"])), ("regs_per_thread", c["regs"]),
+        ("S", c["S"]), ("S_elems", c["Se"]), ("W'x", c["Wx"]), ("W'y", KH),
+        ("M'_lower", c["m_lo"]), ("M'", c["Mp"]), ("Th_stage", c["th_stage"]),
+        ("Th_SM", c["th_sm"]), ("STAGES", c["stages"]), ("stage_bytes", c["stage"]),
+        ("shared_bytes_per_block", c["shared"]), ("output_tiles", c["tiles"]),
+        ("reduction_steps", c["steps"]), ("c_split", c_split),
+        ("steps_per_rank", c["steps"] // c_split),
         ("channels_per_split", _cdiv(C, c_split))]
-    attrs = (METHOD_IDS["multi_channel"], Se, Mp, Wx, Wy, c_split, T, 0)
+    attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"], 0)
     return Plan("multi_channel", f"C > 1, stride 1: stride-fixed block (sec 3.2): {why}",
                 hw.name, tuple(q), tuple(int(a) for a in attrs))
 

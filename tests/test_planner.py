@@ -144,30 +144,43 @@ def test_single_channel_hand_computed(case):
 
 
 # ---------------------------------------------------------------- section 3.2, hand-computed
-# 1080Ti, one block of 256 threads per SM, S_shared 49152 (stage <= 24576), N_FMA 66048.
+# The kernel's menu on the 1080Ti (98,304 B shared/SM, 49,152 B/block, 64K registers, no
+# reserved shared memory below sm_80, no clusters below sm_90), N_FMA 66,048. Registers are
+# allocated 8 per thread; shared bytes per block = 4 x max(STAGES x stage, W'x (M'+1)) + 16 W'x
+# with stage = W'x (S_e + 4) + S_e (M' + 4) floats:
+#   128x64/S64  : 168 regs x 128 thr = 21,504 -> 3 by regs; stage 4(128*20 + 16*68) = 14,592 B,
+#                 block 4*max(3*3,648, 8,320) + 2,048 = 45,824 B -> 98,304 // 45,824 = 2: b = 2
+#   128x64/S32  : stage 4(128*12 + 8*68) = 8,320 B, block 4*max(6,240, 8,320) + 2,048 = 35,328 B
+#                 -> b = 2
+#   32x64/S64   : 118 -> 120 regs x 128 = 15,360 -> 4; stage 4(32*20 + 16*68) = 6,912 B, block
+#                 27,648 + 512 = 28,160 B -> 3: b = 3
+#   128x128/S32 : block 4*128*129 + 2,048 = 68,096 B > 49,152: not on the 1080Ti's menu.
+# Requirement per SM: b x M' x S_e x min(W'x, P) >= 66,048. 128x64/S64: 2*64*16*128 = 262,144.
+# Preference: smallest M' (64), largest W'x (128), S = 64 B first -> 128x64/S64 whenever
+# P >= 128 (M'_lower = ceil(66048 / (2*16*128)) = 17 <= 64).
+# fields: S, W'x, W'y, M', stage_bytes, shared_bytes_per_block, blocks_per_SM, output_tiles,
+#         c_split, kernel_attrs
 MULTI_CASES = {
-    # OW=224 -> W'x=128. S=32: 8 elements, W'y = ceil(10/3) = 4, M' = ceil(66048/(8*128)) = 65
-    # (the paper's best: M'=64, W'x=128); stage = 32*65 + 4*4*130 = 4160; tiles 224*2*4.
+    # SAME: P = 224*224 = 50,176; tiles ceil(50176/128) * ceil(256/64) = 392*4 = 1,568 >= 56.
     "224/64->256/3": (spec_from_logical(1, 64, 224, 224, 256, 3, 3, padding="SAME"),
-                      32, 128, 4, 65, 4160, 1792, 1, (2, 8, 65, 128, 4, 1, 256, 0)),
-    # OW=12 -> W'x=32 (12 useful). S=32 needs M' >= 688, S=64 needs 344 > M=256: the most
-    # FMAs per stage is S=64, M'=256; W'y = ceil(18/3) = 6; stage = 64*256 + 4*6*34 = 17200.
-    # 12 tiles < 28 SMs: c_split = 3 (86 channels each).
-    "14/256->256/3": (spec_from_logical(1, 256, 14, 14, 256, 3, 3), 64, 32, 6, 256, 17200, 12, 3,
-                      (2, 16, 256, 32, 6, 3, 256, 0)),
-    # K=1, OW=28 -> W'x=32 (28 useful); S=32: W'y = 8 lines; M' = ceil(66048/(8*28)) = 295;
-    # stage = 32*295 + 4*8*32 = 10464; tiles 28*2 = 56 >= 28: no split.
-    "28/512->512/1": (spec_from_logical(1, 512, 28, 28, 512, 1, 1), 32, 32, 8, 295, 10464, 56, 1,
-                      (2, 8, 295, 32, 8, 1, 256, 0)),
-    # K=5, OW=252 -> W'x=128; S=32: W'y = ceil(12/5) = 3; M' = 65; stage = 2080 + 4*3*132.
-    "256/64->128/5": (spec_from_logical(1, 64, 256, 256, 128, 5, 5), 32, 128, 3, 65,
-                      2080 + 4 * 3 * 132, 252 * 2 * 2, 1, (2, 8, 65, 128, 3, 1, 256, 0)),
+                      64, 128, 3, 64, 14592, 45824, 2, 1568, 1, (2, 16, 64, 128, 3, 1, 128, 0)),
+    # VALID: OH = OW = 12, P = 144: 128x64 meets N_FMA (2*64*16*128) but gives 2*4 = 8 tiles
+    # < 2 x 28. Grid rule, target 3 x 28 = 84: 128x64 needs split 11, 64x64 (12 tiles) 7,
+    # 32x64 (20 tiles) 5, all > 1 (no clusters on sm_61) -> last resort 32x64/S64, split 1.
+    "14/256->256/3": (spec_from_logical(1, 256, 14, 14, 256, 3, 3), 64, 32, 3, 64, 6912,
+                      28160, 3, 20, 1, (2, 16, 64, 32, 3, 1, 128, 0)),
+    # K=1: P = 784, tiles ceil(784/128) * 8 = 7*8 = 56 >= 2 x 28: no split, 128x64/S64.
+    "28/512->512/1": (spec_from_logical(1, 512, 28, 28, 512, 1, 1), 64, 128, 1, 64, 14592,
+                      45824, 2, 56, 1, (2, 16, 64, 128, 1, 1, 128, 0)),
+    # K=5 VALID: P = 252*252 = 63,504 -> ceil(63504/128) = 497 (496.1) x 2 = 994 tiles.
+    "256/64->128/5": (spec_from_logical(1, 64, 256, 256, 128, 5, 5), 64, 128, 5, 64, 14592,
+                      45824, 2, 994, 1, (2, 16, 64, 128, 5, 1, 128, 0)),
 }
 
 
 @pytest.mark.parametrize("case", sorted(MULTI_CASES))
 def test_multi_channel_hand_computed(case):
-    spec, S, wx, wy, mp, stage, tiles, c_split, attrs = MULTI_CASES[case]
+    spec, S, wx, wy, mp, stage, shared, b, tiles, c_split, attrs = MULTI_CASES[case]
     plan = pl.make_plan(spec, GTX)
     assert plan.method == "multi_channel", plan.reason
     assert plan["S"] == S
@@ -175,6 +188,8 @@ def test_multi_channel_hand_computed(case):
     assert plan["W'y"] == wy
     assert plan["M'"] == mp
     assert plan["stage_bytes"] == stage
+    assert plan["shared_bytes_per_block"] == shared
+    assert plan["blocks_per_SM"] == b
     assert plan["output_tiles"] == tiles
     assert plan["c_split"] == c_split
     assert plan.kernel_attrs == attrs
@@ -182,9 +197,38 @@ def test_multi_channel_hand_computed(case):
 
 def test_multi_channel_paper_best_is_smallest_m_prime():
     plan = pl.make_plan(MULTI_CASES["224/64->256/3"][0], GTX)
-    mp, s_e, wx = plan["M'"], plan["S_elems"], plan["W'x"]
-    assert mp * s_e * wx >= 66048 > (mp - 1) * s_e * wx   # smallest M' meeting N_FMA
+    mp, s_e, wx, b = plan["M'"], plan["S_elems"], plan["W'x"], plan["blocks_per_SM"]
+    assert plan["Th_SM"] == b * mp * s_e * wx >= 66048        # per SM, all resident blocks
+    assert plan["M'_lower"] == math.ceil(66048 / (b * s_e * wx)) == 17 <= mp
+    assert mp == min(c[1] for c in pl.MC_CONFIGS)              # the smallest M' on the menu
     assert plan["Th_stage"] == mp * s_e * wx
+
+
+@pytest.mark.parametrize("preset", ["h100", "h200"])
+def test_multi_channel_hopper_big_layers_get_the_papers_best(preset):
+    # 3 x 64 x 16 x 128 = 393,216 >= N_FMA (166,400 / 176,640); b = 3 by registers (168 x 128).
+    hw = hwm.PRESETS[preset]
+    for spec in (spec_from_logical(1, 64, 224, 224, 64, 3, 3, padding="SAME", layout="NHWC"),
+                 spec_from_logical(32, 128, 28, 28, 128, 3, 3, padding="SAME", layout="NHWC"),
+                 spec_from_logical(1, 64, 512, 512, 64, 5, 5)):
+        plan = pl.make_plan(spec, hw)
+        assert (plan["M'"], plan["W'x"], plan["S"], plan["c_split"]) == (64, 128, 64, 1), plan.reason
+        assert plan["blocks_per_SM"] == 3 == plan["blocks_by_regs"]
+        assert plan["Th_SM"] == 3 * 64 * 16 * 128 >= plan["N_FMA"]
+
+
+def test_multi_channel_h200_split_rule():
+    # b1 56x56x128 -> 128, K3 VALID: P = 54*54 = 2,916. 128x64: 23*2 = 46 tiles < 264, split
+    # ceil(396/46) = 9 > 8. 64x64: ceil(2916/64) = 46 x 2 = 92 tiles, split ceil(396/92) = 5,
+    # 5 x 12 = 60 <= 8 segments x 9 taps = 72 steps -> 64x64/S64/cs5 (14 steps per rank).
+    plan = pl.make_plan(spec_from_logical(1, 128, 56, 56, 128, 3, 3), hwm.PRESETS["h200"])
+    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 5, 128, 0), plan.reason
+    assert plan["steps_per_rank"] == 14 and "beyond the paper" in plan.reason
+    # b1 7x7x512 K3 VALID: P = 25: every tile count is 8 -> last resort 32x64, split
+    # min(ceil(396/8) = 50, 16 (sm_90, non-portable), 32*9 // 4 = 72) = 16.
+    plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), hwm.PRESETS["h200"])
+    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 0), plan.reason
+    assert "last resort" in plan.reason
 
 
 def test_c_split_is_beyond_the_paper_and_said_so():
@@ -193,6 +237,8 @@ def test_c_split_is_beyond_the_paper_and_said_so():
     assert plan["output_tiles"] * plan["c_split"] >= 132
     big = pl.make_plan(MULTI_CASES["224/64->256/3"][0], hwm.PRESETS["h100"])
     assert big["c_split"] == 1 and "beyond the paper" not in big.reason
+    # no thread-block clusters below sm_90: never a split on the 1080Ti
+    assert pl.make_plan(MULTI_CASES["14/256->256/3"][0], GTX)["c_split"] == 1
 
 
 # ---------------------------------------------------------------- direct fallbacks
@@ -292,18 +338,25 @@ def test_every_plan_respects_limits_and_covers_output_once(preset):
             assert plan["blocks_used"] <= plan["N_block"]
         else:
             _, s_e, mp, wx, wy, c_split, _, _ = plan.kernel_attrs
-            assert wx % 32 == 0 and 1 <= mp <= d["M"]
-            assert s_e in (8, 16) or s_e == d["C"] * d["KH"] * d["KW"] < 8
-            assert 2 * plan["stage_bytes"] == shared <= plan["S_shared"]
-            assert plan["stage_bytes"] == 4 * s_e * mp + 4 * wy * (wx + d["KW"] - 1)
-            assert len(ranges["c"]) == c_split
-            tiles = len(ranges["n"]) * len(ranges["m"]) * len(ranges["oh"]) * len(ranges["ow"])
-            assert tiles == plan["output_tiles"]
-            if plan["M'_lower"] <= plan["M'_upper"]:
-                assert mp == plan["M'_lower"] and plan["Th_stage"] >= plan["N_FMA"]
+            menu = {(c[0], c[1], c[2]): c for c in pl.MC_CONFIGS}
+            assert (wx, mp, s_e) in menu                      # the plan names a real kernel
+            _, _, _, thr, stages, regs = menu[(wx, mp, s_e)]
+            assert (T, plan["STAGES"], plan["regs_per_thread"]) == (thr, stages, regs)
+            assert wy == d["KH"] and plan["S"] == 4 * s_e
+            assert plan["stage_bytes"] == 4 * (wx * (s_e + 4) + s_e * (mp + 4))
+            assert stages * plan["stage_bytes"] <= shared <= plan["S_shared"]   # the ring fits
+            assert b * (shared + reserve) <= hw.shared_per_sm
+            assert -(-regs // 8) * 8 * T * b <= hw.regs_per_sm
+            assert plan["Th_SM"] == b * mp * s_e * min(wx, d["N"] * d["OH"] * d["OW"])
+            P = d["N"] * d["OH"] * d["OW"]
+            assert plan["output_tiles"] == -(-P // wx) * -(-d["M"] // mp)
+            cmax = 1 if hw.compute_capability < (9, 0) else (16 if wx == 32 else 8)
+            assert 1 <= c_split <= min(cmax, plan["reduction_steps"])
+            assert plan["reduction_steps"] == -(-d["C"] // s_e) * d["KH"] * d["KW"]
             if c_split > 1:
-                assert hw.sm_count > tiles
-                assert tiles * c_split >= hw.sm_count or c_split == d["C"]   # at most C splits
+                assert plan["output_tiles"] < 2 * hw.sm_count and "beyond the paper" in plan.reason
+            if "(< 2 per SM)" not in plan.reason and "no tile reaches" not in plan.reason:
+                assert plan["Th_SM"] >= plan["N_FMA"]   # the paper's tile, not the grid rule's
     assert {"single_channel", "multi_channel"} <= methods
 
 
@@ -327,7 +380,7 @@ def test_describe_uses_paper_names():
                    "Th2 = 511488", "division = 2", "reason:"):
         assert needle in text, needle
     mtext = pl.make_plan(MULTI_CASES["224/64->256/3"][0], GTX).describe()
-    assert "M' = 65" in mtext and "W'x = 128" in mtext and "W'y = 4" in mtext
+    assert "M' = 64" in mtext and "W'x = 128" in mtext and "W'y = 3" in mtext
 
 
 def _run_cli(argv):

@@ -1,7 +1,10 @@
 // Standalone test + timing driver for cuda/multi_channel.cu (launch_multi_channel).
 // Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o /tmp/drv \
 //          tests/cuda/multi_channel_driver.cu cuda/multi_channel.cu
-// Usage: drv [--small] [--no-time] [--random N] [--seed S]
+// Usage: drv [--small] [--no-time] [--random N] [--seed S] [--plans FILE]
+//   --plans : lines "N C HW M K nhwc plan0..plan7" (the Python planner's plans for the H200
+//             preset, written by benchmarks/notes' recipe); benchmark cases use them, others
+//             (and cases not listed) the kernel's automatic configuration.
 //   --small : three small representative cases only (for compute-sanitizer), no timing.
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
@@ -23,6 +26,7 @@
 
 namespace fastconv {
 int multi_channel_describe(const ConvParams& p, char* buf, int len);
+void multi_channel_set_vector(int on);
 }
 using fastconv::ConvParams;
 
@@ -307,6 +311,14 @@ static void print_case(const Case& c) {
          (long long)c.plan[2], (long long)c.plan[3], (long long)c.plan[4], (long long)c.plan[5]);
 }
 
+struct PlanRow { int N, C, HW, M, K, nhwc; int64_t plan[8]; };
+static std::vector<PlanRow> g_plans;
+static void apply_plan(Case& c) {
+  for (auto& r : g_plans)
+    if (r.N == c.N && r.C == c.C && r.HW == c.H && r.M == c.M && r.K == c.KH && r.nhwc == (int)c.x_nhwc)
+      for (int i = 0; i < 8; ++i) c.plan[i] = r.plan[i];
+}
+
 int main(int argc, char** argv) {
   bool small = false, do_time = true;
   int nrandom = 240;
@@ -316,6 +328,20 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--no-time")) do_time = false;
     else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrandom = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], nullptr, 10);
+    else if (!strcmp(argv[i], "--plans") && i + 1 < argc) {
+      FILE* f = fopen(argv[++i], "r");
+      if (!f) { fprintf(stderr, "cannot open %s\n", argv[i]); return 2; }
+      PlanRow r;
+      long long q[8];
+      while (fscanf(f, "%d %d %d %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld", &r.N, &r.C,
+                    &r.HW, &r.M, &r.K, &r.nhwc, &q[0], &q[1], &q[2], &q[3], &q[4], &q[5], &q[6],
+                    &q[7]) == 14) {
+        for (int k = 0; k < 8; ++k) r.plan[k] = q[k];
+        g_plans.push_back(r);
+      }
+      fclose(f);
+      printf("plans: %zu rows from %s\n", g_plans.size(), argv[i]);
+    }
   }
   std::mt19937_64 rng(seed);
   cudaDeviceProp prop;
@@ -351,6 +377,7 @@ int main(int argc, char** argv) {
     for (int K : {1, 3})
       for (int i : {6, 4, 2, 0}) bench.push_back(layer(32, maps[i][1], maps[i][0], maps[i][1], K, nhwc));
   }
+  for (auto& cs : bench) apply_plan(cs);
   // correctness of every benchmarked case
   for (auto& cs : bench) {
     CheckResult r = check_case(cs, rng);
@@ -400,14 +427,27 @@ int main(int argc, char** argv) {
            cs.x_nhwc ? "NHWC" : "NCHW", cs.N, cs.H, cs.C, cs.M, cs.KH, buf, t.us, tf,
            100 * tf / ceil_tf, bytes / (t.us * 1e-6) / 1e9);
   }
+  // A/B: the same plans with the 16-byte loaders off (4-byte cp.async everywhere)
+  printf("A/B 4-byte loaders (NHWC, same plan):\n");
+  fastconv::multi_channel_set_vector(0);
+  for (auto& cs : bench) {
+    if (!cs.x_nhwc) continue;
+    TimeResult t = time_case(cs, rng);
+    char buf[64];
+    ConvParams p = make_params(cs);
+    fastconv::multi_channel_describe(p, buf, sizeof buf);
+    printf("  N%-3d %-4d C%-4d K%d  %-16s %9.2f us (4-byte)\n", cs.N, cs.H, cs.C, cs.KH, buf, t.us);
+  }
+  fastconv::multi_channel_set_vector(1);
   // tiling variants on a few cases (plan = {2, S, M', W'x, W'y, c_split, threads, 0})
   printf("variants (NHWC):\n");
-  const int vc[6][4] = {{32, 14, 256, 3}, {32, 28, 128, 3}, {32, 7, 512, 3}, {1, 56, 128, 5},
-                        {1, 7, 512, 5}, {1, 224, 64, 3}};
-  const int64_t vp[7][8] = {{2, 0, 0, 0, 0, 0, 0, 0},     {2, 16, 64, 128, 0, 1, 0, 0},
-                            {2, 16, 64, 128, 0, 3, 0, 0}, {2, 8, 128, 128, 0, 1, 0, 0},
-                            {2, 8, 128, 128, 0, 2, 0, 0}, {2, 16, 64, 64, 0, 2, 0, 0},
-                            {2, 16, 64, 32, 0, 16, 0, 0}};
+  const int vc[9][4] = {{32, 14, 256, 3}, {32, 28, 128, 3}, {32, 7, 512, 3}, {1, 56, 128, 3},
+                        {1, 112, 64, 3}, {1, 224, 64, 3}, {1, 512, 64, 3}, {32, 56, 64, 3},
+                        {1, 7, 512, 5}};
+  const int64_t vp[8][8] = {{2, 0, 0, 0, 0, 0, 0, 0},     {2, 8, 64, 128, 0, 1, 0, 0},
+                            {2, 16, 64, 128, 0, 1, 0, 0}, {2, 8, 128, 128, 0, 1, 0, 0},
+                            {2, 16, 64, 64, 0, 1, 0, 0},  {2, 16, 64, 64, 0, 3, 0, 0},
+                            {2, 16, 64, 64, 0, 5, 0, 0},  {2, 16, 64, 32, 0, 3, 0, 0}};
   for (auto& v : vc)
     for (auto& pl : vp) {
       Case cs = layer(v[0], v[2], v[1], v[2], v[3], true, pl);
