@@ -199,6 +199,10 @@ def normalize(lhs_shape, rhs_shape, window_strides, padding, lhs_dilation=None,
     dil_in = tuple((s - 1) * d + 1 if s > 0 else 0 for s, d in zip(in_spatial, lhs_dilation))
     dil_win = tuple((s - 1) * d + 1 if s > 0 else 0 for s, d in zip(win_spatial, rhs_dilation))
     if isinstance(padding, str):
+        if any(d != 1 for d in lhs_dilation):  # lax rejects this too
+            raise ValueError(f"padding: string padding ({padding!r}) is not supported with "
+                             f"lhs_dilation {lhs_dilation} (a transposed convolution); pass "
+                             f"explicit (low, high) pairs")
         if padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
             raise ValueError(f"padding must be 'SAME', 'SAME_LOWER', 'VALID' or a sequence of "
                              f"(low, high) pairs, got {padding!r}")

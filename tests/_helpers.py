@@ -1,0 +1,260 @@
+"""Shared test utilities: the lax reference, the relative error, seeded random convolution
+configurations and checks that the fast path (the custom call) was really taken.
+
+Imported by every test module (tests/conftest.py puts this directory on sys.path).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+import jax_fastconv as fc
+from jax_fastconv import _ffi
+
+CPU_TARGET = _ffi.CPU_TARGET    # "fastconv_conv2d_cpu"
+CUDA_TARGET = _ffi.CUDA_TARGET  # "fastconv_conv2d_cuda"
+HIGHEST = lax.Precision.HIGHEST
+RTOL = 1e-5                     # ||out - ref|| / ||ref|| in float32
+
+# -- reference and error ---------------------------------------------------------------------
+
+
+def ref_conv(lhs, rhs, window_strides, padding, **kwargs):
+    """lax.conv_general_dilated at HIGHEST precision (the reference for every comparison)."""
+    kwargs = dict(kwargs)
+    kwargs["precision"] = HIGHEST
+    return lax.conv_general_dilated(lhs, rhs, window_strides, padding, **kwargs)
+
+
+def rel_err(out, ref) -> float:
+    """||out - ref|| / ||ref|| in float64 (||out|| when ref is exactly zero)."""
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert out.shape == ref.shape, f"shape {out.shape} != reference shape {ref.shape}"
+    assert np.all(np.isfinite(out)), "non-finite values in the output"
+    num = np.linalg.norm((out - ref).ravel())
+    den = np.linalg.norm(ref.ravel())
+    return float(num / den) if den > 0 else float(num)
+
+
+def assert_close(out, ref, rtol: float = RTOL, what: str = ""):
+    err = rel_err(out, ref)
+    assert err <= rtol, f"{what} relative error {err:.3e} > {rtol:.1e}"
+    return err
+
+
+def assert_trees_close(out, ref, rtol: float = RTOL, what: str = ""):
+    leaves_o, tree_o = jax.tree_util.tree_flatten(out)
+    leaves_r, tree_r = jax.tree_util.tree_flatten(ref)
+    assert tree_o == tree_r, f"{what}: tree structure {tree_o} != {tree_r}"
+    for i, (o, r) in enumerate(zip(leaves_o, leaves_r)):
+        assert_close(o, r, rtol, what=f"{what}[leaf {i}]")
+
+
+def randn(rng: np.random.Generator, shape, dtype=np.float32):
+    """Standard normal values (never zeros), as a jax array."""
+    return jnp.asarray(rng.standard_normal(shape).astype(np.float32), dtype=dtype)
+
+
+# -- lowered text / custom calls ------------------------------------------------------------
+
+
+def lowered_text(f, *args, platforms=None) -> str:
+    """StableHLO text of jax.jit(f) for `args` (optionally for other platforms)."""
+    traced = jax.jit(f).trace(*args)
+    lowered = traced.lower(lowering_platforms=tuple(platforms)) if platforms else traced.lower()
+    return lowered.as_text()
+
+
+def count_custom_calls(text: str, target: str) -> int:
+    """Number of custom calls to `target` in lowered StableHLO text."""
+    return len(re.findall(r"custom_call\s*@" + re.escape(target) + r"\b", text))
+
+
+def jit_checked(f, *args, target: str = CPU_TARGET, expect_calls: int | None = None,
+                expect_fast: bool = True):
+    """Lower jax.jit(f) once, assert the custom call is (or is not) there, compile and run.
+
+    Returns (output, lowered text). `expect_calls` pins the exact number of custom calls.
+    """
+    lowered = jax.jit(f).lower(*args)
+    text = lowered.as_text()
+    n = count_custom_calls(text, target)
+    if expect_fast:
+        assert n >= 1, f"fast path not taken: no custom call {target} in the lowered HLO"
+        if expect_calls is not None:
+            assert n == expect_calls, f"expected {expect_calls} custom call(s) {target}, found {n}"
+    else:
+        assert n == 0, f"expected the lax fallback, found {n} custom call(s) {target}"
+    return lowered.compile()(*args), text
+
+
+# -- layouts and random configurations -----------------------------------------------------
+
+# name -> dimension_numbers as strings (None means lax's default NCHW/OIHW/NCHW).
+LAYOUTS: dict[str, Any] = {
+    "default": None,
+    "NCHW": ("NCHW", "OIHW", "NCHW"),
+    "NHWC": ("NHWC", "HWIO", "NHWC"),
+    "NHWC-OIHW-NCHW": ("NHWC", "OIHW", "NCHW"),
+    "NCHW-HWIO-NHWC": ("NCHW", "HWIO", "NHWC"),
+    "CHWN-HWIO-NHWC": ("CHWN", "HWIO", "NHWC"),
+    "HWCN-OHWI-CNHW": ("HWCN", "OHWI", "CNHW"),
+    # ConvDimensionNumbers objects, as Flax passes them (built from the shapes at make time)
+    "dnobj-NCHW": ("obj", ("NCHW", "OIHW", "NCHW")),
+    "dnobj-NHWC": ("obj", ("NHWC", "HWIO", "NHWC")),
+}
+MAIN_LAYOUTS = ("NCHW", "NHWC")
+
+
+def _shape_for(spec: str, sizes: dict) -> tuple[int, ...]:
+    return tuple(sizes[ch] for ch in spec)
+
+
+def layout_strings(layout: str) -> tuple[str, str, str]:
+    dn = LAYOUTS[layout]
+    if dn is None:
+        return ("NCHW", "OIHW", "NCHW")
+    if dn[0] == "obj":
+        return dn[1]
+    return dn
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvConfig:
+    """One 2-D convolution: logical sizes, stride, padding and a layout name from LAYOUTS."""
+
+    n: int
+    c: int
+    m: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    strides: tuple[int, int] = (1, 1)
+    padding: Any = "VALID"           # a string or ((lo, hi), (lo, hi)) for (H, W)
+    layout: str = "NCHW"
+    seed: int = 0
+
+    @property
+    def id(self) -> str:
+        pad = self.padding if isinstance(self.padding, str) else \
+            "p" + "_".join(f"{lo}.{hi}" for lo, hi in self.padding)
+        return (f"s{self.seed}-{self.layout}-N{self.n}C{self.c}M{self.m}-{self.h}x{self.w}"
+                f"-k{self.kh}x{self.kw}-st{self.strides[0]}{self.strides[1]}-{pad}")
+
+    def shapes(self):
+        lhs_s, rhs_s, _ = layout_strings(self.layout)
+        lhs = _shape_for(lhs_s, dict(N=self.n, C=self.c, H=self.h, W=self.w))
+        rhs = _shape_for(rhs_s, dict(O=self.m, I=self.c, H=self.kh, W=self.kw))
+        return lhs, rhs
+
+    def dimension_numbers(self):
+        dn = LAYOUTS[self.layout]
+        if dn is not None and dn[0] == "obj":
+            lhs, rhs = self.shapes()
+            return lax.conv_dimension_numbers(lhs, rhs, dn[1])
+        return dn
+
+    def kwargs(self) -> dict:
+        """Keyword arguments after (lhs, rhs): window_strides, padding, dimension_numbers."""
+        return dict(window_strides=self.strides, padding=self.padding,
+                    dimension_numbers=self.dimension_numbers())
+
+    def arrays(self, dtype=np.float32):
+        rng = np.random.default_rng(10_000 + self.seed)
+        lhs_shape, rhs_shape = self.shapes()
+        return randn(rng, lhs_shape, dtype), randn(rng, rhs_shape, dtype)
+
+    def out_shape(self):
+        lhs, rhs = self.shapes()
+        return jax.eval_shape(
+            lambda a, b: lax.conv_general_dilated(a, b, **self.kwargs()),
+            jax.ShapeDtypeStruct(lhs, jnp.float32), jax.ShapeDtypeStruct(rhs, jnp.float32)).shape
+
+    def explain(self):
+        lhs, rhs = self.shapes()
+        return fc.explain(lhs, rhs, **self.kwargs())
+
+
+def _valid(cfg: ConvConfig) -> bool:
+    try:
+        shape = cfg.out_shape()
+    except Exception:
+        return False
+    return all(d > 0 for d in shape)
+
+
+def random_config(rng: np.random.Generator, seed: int, *, max_n=3, max_c=8, max_m=8,
+                  max_hw=12, max_k=5, layouts=tuple(LAYOUTS), strides=(1, 2),
+                  p_single_channel=0.0, small_maps=True) -> ConvConfig:
+    """A random valid convolution: 1x1 and odd sizes, non-square kernels, every padding kind
+    (SAME, SAME_LOWER, VALID, explicit pairs with negative entries), strides 1 and 2.
+
+    `p_single_channel`: probability of forcing C == 1 (the paper's single-channel kernel);
+    `small_maps`: bias map sizes toward 1..3 (cheap on the naive CPU kernel)."""
+    while True:
+        n = int(rng.integers(1, max_n + 1))
+        c = int(rng.integers(1, max_c + 1))
+        if p_single_channel > 0 and rng.random() < p_single_channel:
+            c = 1
+        m = int(rng.integers(1, max_m + 1))
+        if small_maps:
+            # bias toward small maps (1x1 included) while covering the range
+            h = int(rng.choice([1, 2, 3, int(rng.integers(1, max_hw + 1)),
+                                int(rng.integers(1, max_hw + 1))]))
+            w = int(rng.choice([1, 2, 3, int(rng.integers(1, max_hw + 1)),
+                                int(rng.integers(1, max_hw + 1))]))
+        else:
+            h = int(rng.choice([1, int(rng.integers(1, max_hw + 1)), int(rng.integers(1, max_hw + 1))]))
+            w = int(rng.choice([1, int(rng.integers(1, max_hw + 1)), int(rng.integers(1, max_hw + 1))]))
+        kh = int(rng.integers(1, max_k + 1))
+        kw = int(rng.integers(1, max_k + 1))
+        st = (int(rng.choice(strides)), int(rng.choice(strides)))
+        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit", "explicit"])
+        if kind == "explicit":
+            pad = tuple((int(rng.integers(-2, 4)), int(rng.integers(-2, 4))) for _ in range(2))
+        else:
+            pad = str(kind)
+        layout = str(rng.choice(list(layouts)))
+        cfg = ConvConfig(n, c, m, h, w, kh, kw, st, pad, layout, seed)
+        if _valid(cfg):
+            return cfg
+
+
+def random_configs(count: int, seed: int = 0, **kwargs) -> list[ConvConfig]:
+    """`count` seeded random configurations; config i has seed `seed + i` (its own arrays)."""
+    out = []
+    for i in range(count):
+        rng = np.random.default_rng(seed + i)
+        out.append(random_config(rng, seed + i, **kwargs))
+    return out
+
+
+# Hand-picked edge cases that random sampling might miss.
+EDGE_CONFIGS = [
+    ConvConfig(1, 1, 1, 1, 1, 1, 1, (1, 1), "VALID", "NCHW", 900),            # everything 1
+    ConvConfig(2, 3, 4, 7, 5, 1, 1, (1, 1), "SAME", "NHWC", 901),             # 1x1 kernel
+    ConvConfig(2, 3, 4, 7, 5, 1, 1, (2, 2), "VALID", "NCHW", 902),            # 1x1 stride 2
+    ConvConfig(2, 3, 2, 6, 7, 3, 2, (1, 1), ((-1, 2), (0, -1)), "NCHW", 903),  # negative pads
+    ConvConfig(1, 2, 3, 6, 7, 3, 2, (2, 1), ((-1, 2), (0, -1)), "NHWC", 904),
+    ConvConfig(3, 5, 6, 9, 11, 5, 3, (2, 2), "SAME", "NHWC", 905),            # odd, stride 2
+    ConvConfig(3, 5, 6, 9, 11, 5, 3, (2, 2), "SAME_LOWER", "NCHW", 906),
+    ConvConfig(1, 8, 8, 12, 12, 5, 5, (1, 1), ((2, 2), (2, 2)), "NHWC", 907),
+    ConvConfig(2, 4, 3, 5, 5, 5, 5, (1, 1), "VALID", "NCHW", 908),            # kernel == map
+    ConvConfig(2, 4, 3, 4, 4, 5, 5, (1, 1), "SAME", "NHWC", 909),             # kernel > map
+    ConvConfig(2, 3, 4, 8, 8, 2, 4, (2, 1), ((3, 0), (0, 3)), "NHWC-OIHW-NCHW", 910),
+    ConvConfig(2, 3, 4, 8, 6, 3, 3, (1, 2), "SAME", "CHWN-HWIO-NHWC", 911),
+    ConvConfig(2, 3, 4, 8, 6, 3, 3, (1, 1), "VALID", "HWCN-OHWI-CNHW", 912),
+    ConvConfig(2, 3, 4, 8, 6, 3, 1, (2, 2), "SAME", "dnobj-NHWC", 913),
+    ConvConfig(2, 3, 4, 8, 6, 1, 3, (1, 1), ((1, 1), (1, 1)), "dnobj-NCHW", 914),
+    ConvConfig(2, 3, 4, 8, 6, 3, 3, (1, 1), "SAME", "default", 915),
+    ConvConfig(1, 1, 5, 9, 9, 3, 3, (1, 1), "SAME", "NCHW", 916),             # C == 1
+    ConvConfig(1, 1, 5, 9, 9, 3, 3, (1, 1), "SAME", "NHWC", 917),
+]

@@ -1,0 +1,151 @@
+"""Flax linen and nnx Conv layers with conv_general_dilated=jax_fastconv.conv_general_dilated:
+the same outputs and gradients as plain Flax at HIGHEST precision, on the fast path."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+flax = pytest.importorskip("flax")
+from flax import linen as nn  # noqa: E402
+from flax import nnx  # noqa: E402
+
+import jax_fastconv as fc  # noqa: E402
+from _helpers import (CPU_TARGET, HIGHEST, assert_close, assert_trees_close,  # noqa: E402
+                      count_custom_calls, randn)
+
+# (in_features, out_features, kernel_size, strides, padding, input spatial, batch)
+LAYERS = [
+    (3, 4, (3, 3), 1, "SAME", (7, 6), 2),
+    (3, 5, (3, 3), 2, "SAME", (9, 8), 2),       # stride 2
+    (2, 4, (3, 2), (2, 1), "VALID", (8, 7), 1),
+    (4, 3, (1, 1), 1, "SAME", (5, 5), 3),
+    (2, 3, (3, 3), 1, ((1, 0), (2, 1)), (6, 7), 2),
+    (2, 3, (3, 3), 1, "CIRCULAR", (6, 6), 2),   # Flax pads itself, then VALID
+]
+LIDS = [f"cin{a}-cout{b}-k{c[0]}x{c[1]}-s{d}-{e if isinstance(e, str) else 'explicit'}"
+        for a, b, c, d, e, _, _ in LAYERS]
+
+NORMAL = jax.nn.initializers.normal(1.0)
+
+
+def _x(rng, spatial, cin, batch):
+    return randn(rng, (batch, *spatial, cin))
+
+
+def _loss(apply):
+    return lambda params, x: jnp.sum(jnp.sin(apply(params, x)))
+
+
+@pytest.mark.parametrize("cin,cout,k,s,pad,spatial,batch", LAYERS, ids=LIDS)
+def test_linen_conv(cin, cout, k, s, pad, spatial, batch):
+    rng = np.random.default_rng(cin * 100 + cout)
+    x = _x(rng, spatial, cin, batch)
+    common = dict(features=cout, kernel_size=k, strides=s, padding=pad, bias_init=NORMAL)
+    ours = nn.Conv(**common, conv_general_dilated=fc.conv_general_dilated)
+    plain = nn.Conv(**common, precision=HIGHEST)
+    params = plain.init(jax.random.key(0), x)
+    params_ours = ours.init(jax.random.key(0), x)
+    assert_trees_close(params_ours, params, what="init")
+    # the kernel is random, not zeros
+    assert float(jnp.std(params["params"]["kernel"])) > 0
+
+    out = jax.jit(ours.apply)(params, x)
+    ref = plain.apply(params, x)
+    assert_close(out, ref, what="linen forward")
+
+    text = jax.jit(ours.apply).lower(params, x).as_text()
+    assert count_custom_calls(text, CPU_TARGET) == 1
+
+    g_ours = jax.jit(jax.grad(_loss(ours.apply), argnums=(0, 1)))(params, x)
+    g_ref = jax.grad(_loss(plain.apply), argnums=(0, 1))(params, x)
+    assert_trees_close(g_ours, g_ref, what="linen grad")
+
+
+def test_linen_unbatched_input_and_vmap():
+    rng = np.random.default_rng(3)
+    xb = randn(rng, (3, 6, 6, 2))
+    ours = nn.Conv(4, (3, 3), conv_general_dilated=fc.conv_general_dilated, bias_init=NORMAL)
+    plain = nn.Conv(4, (3, 3), precision=HIGHEST, bias_init=NORMAL)
+    params = plain.init(jax.random.key(1), xb)
+    # a single example without a batch axis
+    assert_close(ours.apply(params, xb[0]), plain.apply(params, xb[0]))
+    # vmap over examples of unbatched applications
+    f = jax.vmap(lambda x: ours.apply(params, x))
+    text = jax.jit(f).lower(xb).as_text()
+    assert count_custom_calls(text, CPU_TARGET) == 1
+    assert_close(jax.jit(f)(xb), jax.vmap(lambda x: plain.apply(params, x))(xb))
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=(3,)), dict(kernel_size=(3, 3), kernel_dilation=2),
+                                dict(kernel_size=(3, 3), feature_group_count=2)],
+                         ids=["conv1d", "kernel_dilation", "groups"])
+def test_linen_fallbacks(kw):
+    rng = np.random.default_rng(4)
+    x = randn(rng, (2, 9, 4)) if len(kw["kernel_size"]) == 1 else randn(rng, (2, 9, 8, 4))
+    ours = nn.Conv(4, conv_general_dilated=fc.conv_general_dilated, precision=HIGHEST,
+                   bias_init=NORMAL, **kw)
+    plain = nn.Conv(4, precision=HIGHEST, bias_init=NORMAL, **kw)
+    params = plain.init(jax.random.key(2), x)
+    assert count_custom_calls(jax.jit(ours.apply).lower(params, x).as_text(), CPU_TARGET) == 0
+    np.testing.assert_array_equal(np.asarray(jax.jit(ours.apply)(params, x)),
+                                  np.asarray(jax.jit(plain.apply)(params, x)))
+
+
+@pytest.mark.parametrize("cin,cout,k,s,pad,spatial,batch", LAYERS, ids=LIDS)
+def test_nnx_conv(cin, cout, k, s, pad, spatial, batch):
+    rng = np.random.default_rng(cin * 100 + cout + 1)
+    x = _x(rng, spatial, cin, batch)
+    common = dict(strides=s, padding=pad, bias_init=NORMAL)
+    ours = nnx.Conv(cin, cout, k, conv_general_dilated=fc.conv_general_dilated,
+                    rngs=nnx.Rngs(0), **common)
+    plain = nnx.Conv(cin, cout, k, precision=HIGHEST, rngs=nnx.Rngs(0), **common)
+    np.testing.assert_array_equal(np.asarray(ours.kernel[...]), np.asarray(plain.kernel[...]))
+
+    out = ours(x)
+    ref = plain(x)
+    assert_close(out, ref, what="nnx forward (eager)")
+
+    @nnx.jit
+    def fwd(model, x):
+        return model(x)
+
+    assert_close(fwd(ours, x), ref, what="nnx forward (nnx.jit)")
+
+    graphdef, state = nnx.split(ours)
+    apply = lambda st, x: nnx.merge(graphdef, st)(x)
+    text = jax.jit(apply).lower(state, x).as_text()
+    assert count_custom_calls(text, CPU_TARGET) == 1
+
+    loss = lambda model, x: jnp.sum(jnp.sin(model(x)))
+    g_ours = nnx.jit(nnx.grad(loss))(ours, x)
+    g_ref = nnx.grad(loss)(plain, x)
+    assert_trees_close(nnx.state(g_ours), nnx.state(g_ref), what="nnx grad (params)")
+    gx_ours = jax.jit(jax.grad(lambda x: loss(ours, x)))(x)
+    gx_ref = jax.grad(lambda x: loss(plain, x))(x)
+    assert_close(gx_ours, gx_ref, what="nnx grad (input)")
+
+
+def test_nnx_train_step_matches():
+    """A few SGD steps with the fast conv track plain Flax closely."""
+    rng = np.random.default_rng(9)
+    x = randn(rng, (2, 8, 8, 3))
+    y = randn(rng, (2, 4, 4, 4))
+    models = [nnx.Conv(3, 4, (3, 3), strides=2, conv_general_dilated=fc.conv_general_dilated,
+                       rngs=nnx.Rngs(5)),
+              nnx.Conv(3, 4, (3, 3), strides=2, precision=HIGHEST, rngs=nnx.Rngs(5))]
+
+    @nnx.jit
+    def step(model, x, y):
+        loss = lambda m: jnp.mean((m(x) - y) ** 2)
+        grads = nnx.grad(loss)(model)
+        nnx.update(model, jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param),
+                                       nnx.state(grads, nnx.Param)))
+        return loss(model)
+
+    losses = [[float(step(m, x, y)) for _ in range(3)] for m in models]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    assert losses[0][-1] < losses[0][0]
+    assert_close(models[0].kernel[...], models[1].kernel[...], rtol=1e-5)

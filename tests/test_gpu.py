@@ -1,0 +1,189 @@
+"""GPU tests: the correctness suite on the CUDA device (the paper's kernels and the direct
+kernel), vmap and grad, determinism, and which kernel explain() picks.
+
+Marked `gpu`; skipped cleanly without a CUDA device or without the CUDA extension.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+
+import jax_fastconv as fc
+from jax_fastconv import _ffi
+
+if jax.default_backend() != "gpu":
+    pytest.skip(f"needs a CUDA device (jax backend is {jax.default_backend()!r})",
+                allow_module_level=True)
+if _ffi.cuda_module is None:
+    pytest.skip(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})",
+                allow_module_level=True)
+
+from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402
+from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close, assert_trees_close,  # noqa: E402
+                      count_custom_calls, jit_checked, lowered_text, random_configs, randn,
+                      ref_conv)
+
+pytestmark = pytest.mark.gpu
+
+GPU_SIZES = dict(max_n=3, max_c=64, max_m=64, max_hw=64, max_k=5, small_maps=False,
+                 strides=(1, 1, 1, 2),
+                 p_single_channel=0.2)
+# >= 200 random configurations on the device: both main layouts, plus the other permutations.
+RANDOM = (random_configs(90, seed=0, layouts=("NCHW",), **GPU_SIZES)
+          + random_configs(90, seed=1000, layouts=("NHWC",), **GPU_SIZES)
+          + random_configs(30, seed=2000, **GPU_SIZES))
+
+
+def _fn(cfg, precision=None):
+    kw = cfg.kwargs()
+    return lambda a, b: fc.conv_general_dilated(a, b, precision=precision, **kw)
+
+
+def _check(cfg, *, forced=False):
+    ex = cfg.explain()
+    x, w = cfg.arrays()
+    ref = ref_conv(x, w, **cfg.kwargs())
+    if cfg.strides == (1, 1) or forced:
+        # stride 1: a paper kernel; forced: the direct kernel at worst. Never lax.
+        assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
+    else:
+        assert ex.path in ("fastconv-cuda", "lax"), ex.path
+    if ex.path == "fastconv-cuda":
+        expected = ("single_channel" if cfg.c == 1 else "multi_channel") \
+            if cfg.strides == (1, 1) else "direct"
+        assert ex.plan.method == expected, f"{cfg.id}: method {ex.plan.method}"
+        out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    else:
+        assert ex.reason
+        out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_fast=False)
+        # the fallback is lax at the caller's precision (default: TF32 on Hopper), so
+        # compare with that, not with HIGHEST
+        ref = jax.lax.conv_general_dilated(x, w, **cfg.kwargs())
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    assert_close(out, ref, what=cfg.id)
+
+
+@pytest.fixture
+def force_direct(monkeypatch):
+    monkeypatch.setenv(FORCE_DIRECT_ENV, "1")
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+
+
+def test_random_count():
+    assert len(RANDOM) >= 200
+    assert any(c.c == 1 for c in RANDOM) and any(c.c > 1 for c in RANDOM)
+    assert any(c.strides == (1, 1) for c in RANDOM) and any(c.strides != (1, 1) for c in RANDOM)
+    assert max(max(c.h, c.w) for c in RANDOM) > 32 and max(max(c.c, c.m) for c in RANDOM) > 32
+
+
+@pytest.mark.parametrize("cfg", RANDOM, ids=lambda c: c.id)
+def test_random_vs_lax(cfg):
+    _check(cfg)
+
+
+FORCED = [c for c in RANDOM if c.strides != (1, 1)][:30] + [
+    ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NCHW", 5001),
+    ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5002),
+    ConvConfig(1, 3, 64, 64, 64, 5, 5, (2, 1), ((2, 1), (-1, 2)), "NHWC", 5003),
+    ConvConfig(3, 1, 8, 17, 64, 3, 5, (2, 2), "VALID", "NCHW", 5004),
+    ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), "VALID", "NHWC", 5005),
+]
+
+
+@pytest.mark.parametrize("cfg", FORCED, ids=lambda c: c.id)
+def test_forced_direct_kernel(cfg, force_direct):
+    """JAX_FASTCONV_FORCE_DIRECT=1: strided cases run the direct CUDA kernel, not lax."""
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "direct", (ex.path, ex.reason)
+    _check(cfg, forced=True)
+
+
+# The paper's kernels: C == 1 -> single_channel (sec 3.1), C > 1 -> multi_channel (sec 3.2).
+PAPER = [
+    ("single_channel", ConvConfig(1, 1, 32, 64, 64, 3, 3, (1, 1), "SAME", "NCHW", 6001)),
+    ("single_channel", ConvConfig(2, 1, 64, 28, 28, 5, 5, (1, 1), "VALID", "NCHW", 6002)),
+    ("single_channel", ConvConfig(3, 1, 16, 64, 48, 3, 3, (1, 1), "SAME", "NHWC", 6003)),
+    ("single_channel", ConvConfig(1, 1, 7, 13, 61, 1, 1, (1, 1), "VALID", "NCHW", 6004)),
+    ("multi_channel", ConvConfig(1, 64, 64, 32, 32, 3, 3, (1, 1), "SAME", "NCHW", 6101)),
+    ("multi_channel", ConvConfig(2, 32, 64, 28, 28, 3, 3, (1, 1), "SAME", "NHWC", 6102)),
+    ("multi_channel", ConvConfig(1, 64, 64, 7, 7, 3, 3, (1, 1), "SAME", "NCHW", 6103)),
+    ("multi_channel", ConvConfig(3, 3, 17, 31, 45, 5, 5, (1, 1), ((2, 0), (-1, 3)), "NHWC", 6104)),
+    ("multi_channel", ConvConfig(1, 48, 40, 14, 14, 1, 1, (1, 1), "VALID", "NCHW", 6105)),
+]
+
+
+@pytest.mark.parametrize("method,cfg", PAPER, ids=[f"{m}-{c.id}" for m, c in PAPER])
+def test_paper_kernels(method, cfg):
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda", ex.reason
+    assert ex.plan.method == method
+    assert ex.plan.kernel_attrs[0] == {"single_channel": 1, "multi_channel": 2}[method]
+    assert method in str(ex)
+    _check(cfg)
+
+
+@pytest.mark.parametrize("method,cfg", PAPER[::2] + [("direct", FORCED[-4])],
+                         ids=lambda v: v if isinstance(v, str) else v.id)
+def test_deterministic(method, cfg, monkeypatch):
+    """The same jitted function run twice gives bit-identical results."""
+    if method == "direct":
+        monkeypatch.setenv(FORCE_DIRECT_ENV, "1")
+        jax.clear_caches()
+    x, w = cfg.arrays()
+    f = jax.jit(_fn(cfg))
+    assert count_custom_calls(f.lower(x, w).as_text(), CUDA_TARGET) == 1
+    a = np.asarray(f(x, w))
+    for _ in range(3):
+        np.testing.assert_array_equal(a, np.asarray(f(x, w)))
+    jax.clear_caches()
+
+
+VG = [c for _, c in PAPER[:2]] + [PAPER[5][1], PAPER[7][1], RANDOM[0], RANDOM[95]]
+
+
+@pytest.mark.parametrize("cfg", VG, ids=lambda c: c.id)
+def test_vmap_on_device(cfg):
+    rng = np.random.default_rng(cfg.seed + 1)
+    x, w = cfg.arrays()
+    ref = lambda a, b: ref_conv(a, b, **cfg.kwargs())
+    xb = jnp.stack([randn(rng, x.shape) for _ in range(3)], axis=1)
+    # precision=HIGHEST: whatever falls back to lax (here or in the transposes) is then
+    # float32 like the fast path, instead of TF32
+    f = jax.vmap(_fn(cfg, HIGHEST), in_axes=(1, None))
+    text = lowered_text(f, xb, w)
+    fast = cfg.explain().path == "fastconv-cuda"
+    assert count_custom_calls(text, CUDA_TARGET) == (1 if fast else 0)
+    assert "stablehlo.while" not in text
+    assert_close(jax.jit(f)(xb, w), jax.vmap(ref, in_axes=(1, None))(xb, w))
+    wb = jnp.stack([randn(rng, w.shape) for _ in range(2)], axis=-1)
+    g = jax.vmap(_fn(cfg, HIGHEST), in_axes=(None, -1))
+    assert_close(jax.jit(g)(x, wb), jax.vmap(ref, in_axes=(None, -1))(x, wb))
+
+
+@pytest.mark.parametrize("cfg", VG, ids=lambda c: c.id)
+def test_grad_on_device(cfg):
+    x, w = cfg.arrays()
+    ours, ref = _fn(cfg, HIGHEST), (lambda a, b: ref_conv(a, b, **cfg.kwargs()))
+    gt = randn(np.random.default_rng(cfg.seed + 2), cfg.out_shape())
+    loss = lambda conv: (lambda a, b: jnp.sum(jnp.tanh(conv(a, b)) * gt))
+    go = jax.jit(jax.grad(loss(ours), argnums=(0, 1)))(x, w)
+    gr = jax.jit(jax.grad(loss(ref), argnums=(0, 1)))(x, w)
+    assert_trees_close(go, gr, what="grad")
+    # second order
+    gg = lambda conv: jax.grad(lambda a, b: jnp.sum(jax.grad(loss(conv), argnums=1)(a, b) ** 2),
+                               argnums=0)
+    assert_close(jax.jit(gg(ours))(x, w), jax.jit(gg(ref))(x, w), rtol=1e-4, what="grad of grad")
+
+
+def test_explain_plans_for_the_device():
+    ex = fc.explain((1, 1, 64, 64), (32, 1, 3, 3), (1, 1), "SAME")
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel"
+    ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (1, 1), "SAME")
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel"
+    ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (2, 2), "SAME")
+    assert ex.plan.method == "direct"
+    assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
