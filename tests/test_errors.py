@@ -41,6 +41,8 @@ BAD = [
     ("feature_group_count_not_dividing", X, W, dict(OK, feature_group_count=3), ValueError,
      r"channel|feature_group_count"),
     ("padding_not_pairs", X, W, dict(OK, padding=(1, 1)), TypeError, r"padding"),
+    ("string_padding_with_lhs_dilation", X, W, dict(OK, lhs_dilation=(2, 2)), ValueError,
+     r"padding"),
 ]
 BIDS = [b[0] for b in BAD]
 
