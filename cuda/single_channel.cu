@@ -19,29 +19,37 @@
 //   volume (plan[6] == 0, Th < N_FMA): single buffers, one tile per block (grid = number of
 //     tiles), load -> barrier -> compute; latency is hidden by the volume of resident blocks.
 //
-// Mapping of plan[1..7] = [division, P, Q, filters_per_block, rows_per_block, prefetch, threads]
-//   division 1 or 2 as above. Any other division value -> the plan is ignored and chosen here:
-//     division 2, MB = min(M, 64), volume method (prefetch 0), RB as "chosen here" below.
-//   division 1: MB = filters_per_block (if <= 0: ceil(M / #SMs)); RB = ceil(OH / P) when
-//             P >= 1 (P clamped to [1, OH]), else rows_per_block, else chosen here.
-//   division 2: RB = rows_per_block (if <= 0: ceil(OH / P) when P >= 1, else chosen here);
-//             MB = ceil(M / Q) when Q >= 1 (Q clamped to [1, M]), else filters_per_block,
-//             else min(M, 64).
-//   MB is then rounded up to a multiple of the per-thread filter count TM (8) and clamped to
-//   [8, 128].
-//   CB = OW (whole rows, as in the paper) when the input patch of one buffer fits in 48 KB
-//   (SC_IN_KB); otherwise the row is cut into column tiles (a multiple of 4 output columns,
-//   >= 128).
-//   RB "chosen here": about 4096 work items (16 per thread) per tile, capped at 16 rows, then
-//   halved until there are >= 3 tiles per SM (and, for an ignored plan, MB halved likewise).
-//   RB is clamped to [1, min(OH, 64)] and reduced until the input patch fits its buffer.
-//   Shared memory (prefetch: 2 x (patch + filters)) must fit the opt-in limit: MB is reduced
-//   first, then prefetch falls back to volume, then RB is reduced.
-//   prefetch: 0 -> volume method, any other value -> double-buffered persistent sweep.
-//   threads: rounded down to a multiple of 32 and clamped to [64, 256] (values outside
-//   [32, 4096] -> 256), then reduced to the work items of one tile (rounded up to a warp, >= 64).
-//   Grid: prefetch -> min(#tiles, #SMs x resident blocks per SM from the occupancy API), each
-//   block a contiguous range of tiles; volume -> one block per tile.
+// Mapping of plan[1..7] = [division, P, Q, MB, RB, prefetch, threads] (the planner,
+// jax_fastconv/plan_single_channel.py, emits only values inside the ranges below, and the
+// kernel then runs EXACTLY that launch; nothing is re-chosen or clamped):
+//   division 1 or 2: the tile order above (which operand a block keeps while it sweeps).
+//   MB = plan[4] filters per tile: a multiple of TM = 8 in [8, 128] (may exceed M: the
+//        missing filters are zeros and never stored).
+//   RB = plan[5] output rows per tile, in [1, min(OH, 64)].
+//   P = plan[2], Q = plan[3]: the paper's piece counts; division 1 requires P = ceil(OH / RB)
+//        and Q = 1, division 2 requires P = 1 and Q = ceil(M / MB) (derived, not free).
+//   prefetch = plan[6] in {0, 1}: 1 -> persistent grid of min(#tiles, 2 x #SMs) blocks (the
+//        paper's N_block = 2 N_sm; __launch_bounds__(256, 2)), block b taking tiles
+//        [b T / grid, (b+1) T / grid); 0 -> volume method, one block per tile.
+//   threads = plan[7]: a multiple of 32 in [64, 256].
+//   CB (column tile) follows from RB: CB = OW (whole rows, as in the paper) when the input
+//        patch of one buffer, (RB + KH - 1) x SW(OW) floats, fits in 48 KB (SC_IN_KB), with
+//        SW(cb) = roundup4(cb + KW - 1 + 8); otherwise CB = min(OW, max(128, roundDown4(
+//        12288 / (RB + KH - 1) - KW - 9))) and the patch must then fit (else: not valid).
+//   Shared memory = (prefetch ? 2 : 1) x ((RB + KH - 1) x SW(CB) + KH x KW x MB) x 4 bytes,
+//        which must fit the device's opt-in limit.
+//   single_channel_launch_config() reports the launch a ConvParams resolves to (the driver
+//   compares it with the plan).
+// Defensive path, for plans outside these ranges only (hand-written or absurd ones, e.g. the
+// driver's random plans; the planner never emits them): the old resolution with clamping:
+//   division not 1/2 -> chosen here: division 2, MB = min(M, 64), volume method;
+//   division 1: MB = plan[4] (<= 0: ceil(M / #SMs)), RB = ceil(OH / P) if P >= 1 else plan[5];
+//   division 2: RB = plan[5] (<= 0: ceil(OH / P) if P >= 1), MB = ceil(M / Q) if Q >= 1 else
+//   plan[4] else min(M, 64); MB rounded up to a multiple of 8 and clamped to [8, 128]; RB
+//   unset -> about 4096 work items per tile (<= 16 rows), halved until >= 3 tiles per SM;
+//   RB clamped to [1, min(OH, 64)] and to the input buffer; shared memory fitted by fewer
+//   filters, then volume, then fewer rows; threads rounded to a warp in [64, 256] and cut to
+//   the work items of a tile; prefetch grid from the occupancy API.
 //   Returns cudaErrorInvalidValue for C != 1, stride != 1, KH/KW < 1, KH*KW > 4096.
 
 // Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
@@ -415,60 +423,78 @@ DevInfo dev_info(cudaError_t* err) {
 
 long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
-template <int KH_T, int KW_T, int LAYOUT>
-cudaError_t launch_t(const ConvParams& p, SCArgs a, int threads, int nsm, const float* x,
-                     const float* w, float* y, cudaStream_t stream) {
-  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT>;
-  const size_t smem = size_t(a.prefetch ? 2 : 1) * (a.in_floats + a.w_floats) * sizeof(float);
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return e;
-  long long grid;
-  if (a.prefetch) {
-    int occ = 0;
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, threads, smem);
-    if (e != cudaSuccess) return e;
-    if (occ < 1) occ = 1;
-    grid = std::min<long long>(a.ntiles, (long long)nsm * occ);
-  } else {
-    grid = a.ntiles;
-    if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  }
-  kern<<<unsigned(grid), threads, smem, stream>>>(p, a, x, w, y);
-  return cudaGetLastError();
+// The launch one ConvParams resolves to (host side, no CUDA calls past the device query).
+struct Resolved {
+  SCArgs a{};
+  int threads = 0;
+  int layout = 0;
+  long long grid = 0;     // 0: from the occupancy API (defensive path only)
+  size_t smem = 0;
+  bool exact = false;     // the plan was valid and runs as given
+};
+
+constexpr long long kInBudget = SC_IN_KB * 1024 / 4;  // floats per input buffer
+constexpr long long kNVextra = 4 + 4;                 // float4 over-read past the last chunk
+long long sw_for(long long cb, long long KW) { return cdiv(cb + KW - 1 + kNVextra, 4) * 4; }
+// column tile for rows_in input lines: whole rows when they fit, else cut (>= 128 columns)
+long long cb_for(long long rows_in, long long OW, long long KW) {
+  if (rows_in * sw_for(OW, KW) <= kInBudget) return OW;
+  long long cb = kInBudget / rows_in - KW - 1 - kNVextra;
+  cb = std::max<long long>(128, cb / kTP * kTP);
+  return std::min(cb, OW);
 }
 
-template <int LAYOUT>
-cudaError_t dispatch_k(const ConvParams& p, const SCArgs& a, int threads, int nsm, const float* x,
-                       const float* w, float* y, cudaStream_t s) {
-  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, a, threads, nsm, x, w, y, s);
-  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, a, threads, nsm, x, w, y, s);
-  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, a, threads, nsm, x, w, y, s);
-  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, a, threads, nsm, x, w, y, s);
-  return launch_t<0, 0, LAYOUT>(p, a, threads, nsm, x, w, y, s);
+void fill_args(const ConvParams& p, long long division, long long RB, long long CB, long long MB,
+               long long prefetch, SCArgs* a) {
+  a->RB = int(RB);
+  a->CB = int(CB);
+  a->MB = int(MB);
+  a->n_rb = int(cdiv(p.OH, RB));
+  a->n_cb = int(cdiv(p.OW, CB));
+  a->n_g = int(cdiv(p.M, MB));
+  a->N = int(p.N);
+  a->ntiles = p.N * a->n_rb * (long long)a->n_cb * a->n_g;
+  a->order = int(division);
+  a->SW = int(sw_for(CB, p.KW));
+  a->in_rows = int(RB + p.KH - 1);
+  a->MBpad = int(MB);  // multiple of 8
+  a->in_floats = a->in_rows * a->SW;
+  a->w_floats = int(p.KH * p.KW * MB);
+  a->prefetch = int(prefetch);
+  a->KH = int(p.KH);
+  a->KW = int(p.KW);
 }
 
-}  // namespace
+// The planner's plan, taken exactly when every value is in the kernel's supported ranges
+// (see the header comment); false otherwise.
+bool resolve_exact(const ConvParams& p, const DevInfo& dev, Resolved* r) {
+  const long long division = p.plan[1], P = p.plan[2], Q = p.plan[3], MB = p.plan[4],
+                  RB = p.plan[5], pref = p.plan[6], thr = p.plan[7];
+  if (division != 1 && division != 2) return false;
+  if (MB < kTM || MB > 128 || MB % kTM != 0) return false;
+  if (RB < 1 || RB > std::min<long long>(p.OH, 64)) return false;
+  if (pref != 0 && pref != 1) return false;
+  if (thr < 64 || thr > kMaxThreads || thr % 32 != 0) return false;
+  if (division == 1 && (P != cdiv(p.OH, RB) || Q != 1)) return false;
+  if (division == 2 && (P != 1 || Q != cdiv(p.M, MB))) return false;
+  const long long rows_in = RB + p.KH - 1;
+  const long long CB = cb_for(rows_in, p.OW, p.KW);
+  if (rows_in * sw_for(CB, p.KW) > kInBudget) return false;
+  fill_args(p, division, RB, CB, MB, pref, &r->a);
+  r->smem = size_t(pref ? 2 : 1) * (r->a.in_floats + r->a.w_floats) * sizeof(float);
+  if (r->smem > size_t(dev.smem_optin)) return false;
+  r->threads = int(thr);
+  r->grid = pref ? std::min<long long>(r->a.ntiles, 2LL * std::max(1, dev.sms)) : r->a.ntiles;
+  r->exact = true;
+  return true;
+}
 
-cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
-                                  cudaStream_t stream) {
-  if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
-  if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0)
-    return cudaErrorInvalidValue;
-  if (p.out_elems() == 0) return cudaSuccess;
-  if (p.OH > (1 << 30) || p.OW > (1 << 30) || p.M > (1 << 30) || p.N > (1 << 30))
-    return cudaErrorInvalidValue;
-  if (p.KH * p.KW > 4096) return cudaErrorInvalidValue;  // shared filter buffer bound
-
-  cudaError_t err;
-  const DevInfo dev = dev_info(&err);
-  if (err != cudaSuccess) return err;
+// Defensive resolution of plans outside the supported ranges (never emitted by the planner).
+cudaError_t resolve_defensive(const ConvParams& p, const DevInfo& dev, Resolved* r) {
   const int nsm = std::max(1, dev.sms);
-
   const long long M = p.M, OH = p.OH, OW = p.OW, N = p.N;
   long long division = p.plan[1], P = p.plan[2], Q = p.plan[3], fpb = p.plan[4],
             rpb = p.plan[5], pref = p.plan[6], thr = p.plan[7];
-
-  // ---- filters per tile (MB) and rows per tile (RB) from the plan ----
   long long MB = 0, RB = 0;
   const bool auto_plan = division != 1 && division != 2;
   if (auto_plan) {  // chosen here: rows across blocks, <= 64 filters per tile, volume method
@@ -493,24 +519,10 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   MB = std::min<long long>(std::max<long long>(MB, kTM), 128);
   const long long KH = p.KH, KW = p.KW;
   long long prefetch = (pref == 0) ? 0 : 1;
-
-  // ---- column tiling only when a whole-row patch does not fit ----
-  constexpr long long kInBudget = SC_IN_KB * 1024 / 4;  // floats per input buffer
-  const long long NVextra = 4 + 4;  // float4 over-read past the last chunk, rounding
-  auto sw_for = [&](long long cb) { return cdiv(cb + KW - 1 + NVextra, 4) * 4; };
-  long long CB = OW;
-  {
-    const long long rows_min = std::min<long long>(std::max<long long>(RB, 1), OH) + KH - 1;
-    if (rows_min * sw_for(CB) > kInBudget) {
-      CB = (kInBudget / rows_min) - KW - 1 - NVextra;
-      CB = std::max<long long>(128, CB / kTP * kTP);
-      CB = std::min(CB, OW);
-    }
-  }
+  const long long CB =
+      cb_for(std::min<long long>(std::max<long long>(RB, 1), OH) + KH - 1, OW, KW);
   const long long n_cb = cdiv(OW, CB);
   if (RB <= 0) {
-    // chosen here: about 4096 work items (16 per thread) per tile, then halve the rows (and
-    // then the filters per tile) until there are >= 3 tiles per SM, for load balance.
     const long long cpr = cdiv(std::min(CB, OW), kTP);
     RB = std::max<long long>(1, std::min<long long>(16, 4096 / std::max<long long>(1, cpr * (MB / kTM))));
     auto tiles = [&](long long rb, long long mb) { return N * cdiv(OH, rb) * cdiv(M, mb) * n_cb; };
@@ -519,53 +531,114 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
       while (MB > kTM && tiles(RB, MB) < 2LL * nsm) MB = std::max<long long>(kTM, (MB / 2) / kTM * kTM);
   }
   RB = std::max<long long>(1, std::min<long long>(RB, std::min<long long>(OH, 64)));
-  while (RB > 1 && (RB + KH - 1) * sw_for(CB) > kInBudget) --RB;
-  // fit shared memory: fewer filters per tile, then single buffering, then fewer rows
+  while (RB > 1 && (RB + KH - 1) * sw_for(CB, KW) > kInBudget) --RB;
   auto smem_of = [&](long long mb, long long pf, long long rb) {
-    return (pf ? 2 : 1) * ((rb + KH - 1) * sw_for(CB) + KH * KW * mb) * 4;
+    return (pf ? 2 : 1) * ((rb + KH - 1) * sw_for(CB, KW) + KH * KW * mb) * 4;
   };
   while (smem_of(MB, prefetch, RB) > dev.smem_optin && MB > kTM) MB -= kTM;
   if (smem_of(MB, prefetch, RB) > dev.smem_optin) prefetch = 0;
   while (smem_of(MB, prefetch, RB) > dev.smem_optin && RB > 1) --RB;
-  const long long n_g = cdiv(M, MB);
-
-  SCArgs a{};
-  a.RB = int(RB);
-  a.CB = int(CB);
-  a.MB = int(MB);
-  a.n_rb = int(cdiv(OH, RB));
-  a.n_cb = int(cdiv(OW, CB));
-  a.n_g = int(n_g);
-  a.N = int(N);
-  a.ntiles = N * a.n_rb * (long long)a.n_cb * a.n_g;
-  a.order = int(division);
-  a.SW = int(sw_for(CB));
-  a.in_rows = int(RB + KH - 1);
-  a.MBpad = int(MB);  // multiple of 8
-  a.in_floats = a.in_rows * a.SW;
-  a.w_floats = int(KH * KW * MB);
-  a.prefetch = int(prefetch);
-  a.KH = int(KH);
-  a.KW = int(KW);
-  const size_t smem = size_t(a.prefetch ? 2 : 1) * (a.in_floats + a.w_floats) * sizeof(float);
-  if (smem > size_t(dev.smem_optin)) return cudaErrorInvalidConfiguration;
-
-  // ---- layout: which stride the vector stores follow ----
-  int layout;
-  if (p.y_sw == 1 && !(p.y_sc == 1 && OW < 4)) { layout = 0; a.vec = 1; }
-  else if (p.y_sc == 1) { layout = 1; a.vec = 1; }
-  else { layout = 0; a.vec = 0; }
-  // lane-shifted stores: correct, but measured 2-7 % slower on H200 (notes), so off by default
-  a.shift = (SC_SHIFT_STORES && layout == 0 && a.vec && p.y_sh % 4 == 2 && p.y_sc % 4 == 0 && p.y_sn % 4 == 0) ? 1 : 0;
-
-  // ---- threads ----
+  fill_args(p, division, RB, CB, MB, prefetch, &r->a);
+  r->smem = size_t(r->a.prefetch ? 2 : 1) * (r->a.in_floats + r->a.w_floats) * sizeof(float);
+  if (r->smem > size_t(dev.smem_optin)) return cudaErrorInvalidConfiguration;
   int threads = (thr >= 32 && thr <= 4096) ? int(thr) : 256;
   threads = std::min(kMaxThreads, std::max(64, threads / 32 * 32));
   const long long items_max = RB * cdiv(CB, kTP) * (MB / kTM);
-  threads = int(std::min<long long>(threads, std::max<long long>(64, cdiv(items_max, 32) * 32)));
+  r->threads = int(std::min<long long>(threads, std::max<long long>(64, cdiv(items_max, 32) * 32)));
+  r->grid = prefetch ? 0 : r->a.ntiles;  // prefetch: occupancy API at launch
+  r->exact = false;
+  return cudaSuccess;
+}
 
-  if (layout == 0) return dispatch_k<0>(p, a, threads, nsm, x, w, y, stream);
-  return dispatch_k<1>(p, a, threads, nsm, x, w, y, stream);
+cudaError_t resolve(const ConvParams& p, const DevInfo& dev, Resolved* r) {
+  cudaError_t e = cudaSuccess;
+  if (!resolve_exact(p, dev, r)) {
+    *r = Resolved{};
+    e = resolve_defensive(p, dev, r);
+    if (e != cudaSuccess) return e;
+  }
+  // ---- layout: which stride the vector stores follow ----
+  SCArgs& a = r->a;
+  if (p.y_sw == 1 && !(p.y_sc == 1 && p.OW < 4)) { r->layout = 0; a.vec = 1; }
+  else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
+  else { r->layout = 0; a.vec = 0; }
+  // lane-shifted stores: correct, but measured 2-7 % slower on H200 (notes), so off by default
+  a.shift = (SC_SHIFT_STORES && r->layout == 0 && a.vec && p.y_sh % 4 == 2 && p.y_sc % 4 == 0 &&
+             p.y_sn % 4 == 0) ? 1 : 0;
+  return cudaSuccess;
+}
+
+cudaError_t check_params(const ConvParams& p) {
+  if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
+  if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0)
+    return cudaErrorInvalidValue;
+  if (p.OH > (1 << 30) || p.OW > (1 << 30) || p.M > (1 << 30) || p.N > (1 << 30))
+    return cudaErrorInvalidValue;
+  if (p.KH * p.KW > 4096) return cudaErrorInvalidValue;  // shared filter buffer bound
+  return cudaSuccess;
+}
+
+template <int KH_T, int KW_T, int LAYOUT>
+cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, const float* x,
+                     const float* w, float* y, cudaStream_t stream) {
+  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(r.smem));
+  if (e != cudaSuccess) return e;
+  long long grid = r.grid;
+  if (grid == 0) {  // defensive prefetch path only
+    int occ = 0;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, r.threads, r.smem);
+    if (e != cudaSuccess) return e;
+    if (occ < 1) occ = 1;
+    grid = std::min<long long>(r.a.ntiles, (long long)nsm * occ);
+  }
+  if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  kern<<<unsigned(grid), r.threads, r.smem, stream>>>(p, r.a, x, w, y);
+  return cudaGetLastError();
+}
+
+template <int LAYOUT>
+cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, int nsm, const float* x,
+                       const float* w, float* y, cudaStream_t s) {
+  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, nsm, x, w, y, s);
+  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, nsm, x, w, y, s);
+  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, r, nsm, x, w, y, s);
+  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, nsm, x, w, y, s);
+  return launch_t<0, 0, LAYOUT>(p, r, nsm, x, w, y, s);
+}
+
+}  // namespace
+
+// The launch `p` resolves to, without launching (for the driver and tests): out[0..9] =
+// {exact (1: the plan ran as given), division, RB, CB, MB, prefetch, threads, grid (0: from
+// the occupancy API), shared bytes, layout}.
+cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10]) {
+  cudaError_t err = check_params(p);
+  if (err != cudaSuccess) return err;
+  const DevInfo dev = dev_info(&err);
+  if (err != cudaSuccess) return err;
+  Resolved r;
+  err = resolve(p, dev, &r);
+  if (err != cudaSuccess) return err;
+  const long long v[10] = {r.exact, r.a.order, r.a.RB, r.a.CB, r.a.MB, r.a.prefetch, r.threads,
+                           r.grid, (long long)r.smem, r.layout};
+  for (int i = 0; i < 10; ++i) out[i] = v[i];
+  return cudaSuccess;
+}
+
+cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                  cudaStream_t stream) {
+  cudaError_t err = check_params(p);
+  if (err != cudaSuccess) return err;
+  if (p.out_elems() == 0) return cudaSuccess;
+  const DevInfo dev = dev_info(&err);
+  if (err != cudaSuccess) return err;
+  Resolved r;
+  err = resolve(p, dev, &r);
+  if (err != cudaSuccess) return err;
+  const int nsm = std::max(1, dev.sms);
+  if (r.layout == 0) return dispatch_k<0>(p, r, nsm, x, w, y, stream);
+  return dispatch_k<1>(p, r, nsm, x, w, y, stream);
 }
 
 }  // namespace fastconv

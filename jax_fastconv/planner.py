@@ -88,21 +88,20 @@ METHOD_IDS = {"direct": 0, "single_channel": 1, "multi_channel": 2}  # cuda/conv
 FLOPS_PER_FMA = 2        # the paper's Table 1 "Flops/clock cycle/core = 2"
 ELEM_BYTES = 4           # single precision
 WARP = 32
-SC_BLOCKS_PER_SM = 2     # section 4: N_block = 2 x N_sm
-SC_THREADS = 512         # section 4: 512 threads per block
 # Multi channel: the kernel's real menu (cuda/multi_channel.cu, kernel_for / Cfg), one row per
 # instantiation: (W'x = BM pixels, M' = BN filters, S_e = BK channels per segment, threads,
 # STAGES, registers per thread). Registers come from `nvcc -std=c++17 -O3 -gencode
 # arch=compute_90a,code=sm_90a -Xptxas -v -c cuda/multi_channel.cu` (the maximum over the
-# loader variants of that tile: 16-byte NHWC / 4-byte channel-fast / 4-byte pixel-fast); keep
+# loader variants of that tile: 16-byte NHWC / 4-byte channel-fast / 4-byte pixel-fast with the
+# channel-major A tile of NCHW input, v5: 64x64/S64 128 regs from that one); keep
 # them in sync with the kernel whenever it changes. They are sm_90 numbers, applied to every
 # preset (the planner models the kernel that runs, not a hypothetical Pascal build).
 MC_CONFIGS = (
     # W'x  M'  S_e threads STAGES regs
     (128, 64, 8, 128, 3, 168),
     (128, 64, 16, 128, 3, 168),
-    (64, 64, 8, 128, 4, 115),
-    (64, 64, 16, 128, 4, 120),
+    (64, 64, 8, 128, 4, 110),
+    (64, 64, 16, 128, 4, 128),
     (32, 64, 8, 128, 4, 92),
     (32, 64, 16, 128, 4, 118),
     (128, 128, 8, 256, 3, 128),
@@ -259,160 +258,7 @@ def _reg_budget(hw: Hardware, blocks_per_sm: int, threads: int) -> int:
     return min(hw.max_regs_per_thread, per // 8 * 8)
 
 
-def _smallest(lo: int, hi: int, ok) -> int | None:
-    """Smallest x in [lo, hi] with ok(x), ok monotone (False...True); None if none."""
-    if lo > hi or not ok(hi):
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def _largest(lo: int, hi: int, ok) -> int | None:
-    """Largest x in [lo, hi] with ok(x), ok monotone (True...False); None if none."""
-    if lo > hi or not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-# ------------------------------------------------------------------ section 3.1
-def _sc_attempt(T, b, B, S_sh, n_fma_b, N, M, KH, KW, OH, OW, hw, lat) -> dict:
-    """Section 3.1 steps 1-3 for one block size: bounds on P and Q, the smallest feasible."""
-    KK = KH * KW
-    Wx_in = OW + KW - 1
-    budget = _reg_budget(hw, b, T)
-    common = (("blocks_per_SM", b), ("N_block", B), ("N_FMA_block", n_fma_b),
-              ("S_shared", S_sh), ("threads_per_block", T), ("reg_budget", budget))
-
-    def staged(words: int, pieces: int) -> int:
-        return REG_BASE + KK + (_cdiv(words, T) if pieces > 1 else 0)
-
-    # division 1: filters across blocks, the map in P pieces of rows
-    fpb1 = _cdiv(M, B)
-    def D1(P): return ELEM_BYTES * (KK * fpb1 + (_cdiv(OH, P) + KH - 1) * Wx_in)
-    def Th1(P): return KK * fpb1 * _cdiv(OH, P) * OW
-    def R1(P): return staged((_cdiv(OH, P) + KH - 1) * Wx_in, P)
-    def fits1(P): return D1(P) <= S_sh and R1(P) <= budget
-    # division 2: map rows across blocks, the filters in Q pieces
-    rows2 = _cdiv(OH, B)
-    def D2(Q): return ELEM_BYTES * (KK * _cdiv(M, Q) + (rows2 + KH - 1) * Wx_in)
-    def Th2(Q): return KK * _cdiv(M, Q) * rows2 * OW
-    def R2(Q): return staged(KK * _cdiv(M, Q), Q)
-    def fits2(Q): return D2(Q) <= S_sh and R2(Q) <= budget
-
-    def solve(extent, fits, Th):
-        # lower bound: D <= S_shared and registers (P = 1 stages nothing, so test it apart)
-        lower = 1 if fits(1) else _smallest(2, extent, fits)
-        upper = _largest(1, extent, lambda x: Th(x) >= n_fma_b)
-        return lower, upper
-
-    P_lo, P_hi = solve(OH, fits1, Th1)
-    Q_lo, Q_hi = solve(M, fits2, Th2)
-
-    cands = []
-    if P_lo is not None:
-        rows = _cdiv(OH, P_lo)
-        P = _cdiv(OH, rows)
-        blocks = _cdiv(M, fpb1)
-        cands.append(dict(division=1, P=P, Q=1, D=D1(P), Th=Th1(P), regs=R1(P),
-                          fpb=fpb1, rpb=OH, rows_per_piece=rows, filters_per_piece=fpb1,
-                          blocks=blocks, inflight=min(B, blocks * N) * D1(P)))
-    if Q_lo is not None:
-        fpp = _cdiv(M, Q_lo)
-        Q = _cdiv(M, fpp)
-        blocks = _cdiv(OH, rows2)
-        cands.append(dict(division=2, P=1, Q=Q, D=D2(Q), Th=Th2(Q), regs=R2(Q),
-                          fpb=M, rpb=rows2, rows_per_piece=rows2, filters_per_piece=fpp,
-                          blocks=blocks, inflight=min(B, blocks * N) * D2(Q)))
-
-    q = list(lat.items()) + list(common) + [
-        ("P_lower", P_lo if P_lo is not None else "none"),
-        ("P_upper", P_hi if P_hi is not None else "none"),
-        ("Q_lower", Q_lo if Q_lo is not None else "none"),
-        ("Q_upper", Q_hi if Q_hi is not None else "none")]
-    return dict(T=T, budget=budget, common=common, cands=cands, q=q,
-                D1_min=D1(OH), D2_min=D2(M))
-
-
-def _single_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
-    d = spec.dims
-    N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
-    KK = KH * KW
-    b = SC_BLOCKS_PER_SM
-    S_sh = min(hw.shared_per_block_optin, hw.shared_per_sm // b - _reserved_shared(hw))
-    n_fma_b = _cdiv(lat["N_FMA"], b)
-    B = b * hw.sm_count
-
-    # The paper's 512 threads first; fewer threads (more registers each) when the filter
-    # taps or the register staging of a piece do not fit the budget at 512.
-    T_max = min(SC_THREADS, hw.max_threads_per_block, hw.max_threads_per_sm // b) // WARP * WARP
-    tries = [t for t in (T_max, T_max // 2, T_max // 4) if t >= WARP]
-    for T in tries:
-        att = _sc_attempt(T, b, B, S_sh, n_fma_b, N, M, KH, KW, OH, OW, hw, lat)
-        if att["cands"]:
-            break
-    T, budget, common, cands, q = att["T"], att["budget"], att["common"], att["cands"], att["q"]
-    if REG_BASE + KK > budget:
-        return _direct(hw, f"single channel: a {KH}x{KW} filter needs {REG_BASE + KK} "
-                           f"registers per thread, more than the {budget} available",
-                       lat, common)
-    if not cands:
-        return _direct(hw, f"single channel: no division fits {S_sh} B of shared memory and "
-                           f"{budget} registers per thread (one row piece needs "
-                           f"D1 = {att['D1_min']} B, one filter piece D2 = {att['D2_min']} B)",
-                       lat, q[len(lat):])
-
-    prefetch = [c for c in cands if c["Th"] >= n_fma_b]
-    if prefetch:
-        pool, mode = prefetch, "prefetch"
-        why = (f"Th{'/'.join(str(c['division']) for c in pool)} >= N_FMA/block = {n_fma_b}: "
-               f"prefetch the next piece while computing this one (sec 2.2 method 1)")
-    else:
-        vs_ok = [c for c in cands if c["inflight"] >= lat["V_s"]]
-        pool, mode = (vs_ok or cands), "volume"
-        why = (f"Th < N_FMA/block = {n_fma_b} for every division (small map): transfer "
-               f"{'>= V_s' if vs_ok else 'as much as fits (below V_s)'} = {lat['V_s']} B at "
-               f"once instead (sec 2.2 method 2)")
-    best = min(pool, key=lambda c: (c["D"], c["division"]))
-    other = [c for c in cands if c is not best]
-    if other:
-        o = other[0]
-        why += (f"; division {best['division']} (D{best['division']} = {best['D']} B) over "
-                f"division {o['division']} (D{o['division']} = {o['D']} B)"
-                + (": the smaller D (sec 3.1 step 4)" if o in pool else
-                   (f" whose Th{o['division']} = {o['Th']} < N_FMA/block" if mode == "prefetch"
-                    else f" whose {o['inflight']} B in flight stay below V_s")))
-    else:
-        missing = 2 if best["division"] == 1 else 1
-        why += f"; division {missing} does not fit shared memory/registers"
-
-    by_div = {c["division"]: c for c in cands}
-    c1, c2 = by_div.get(1), by_div.get(2)
-    q += [("D1", c1["D"] if c1 else "infeasible"), ("Th1", c1["Th"] if c1 else "infeasible"),
-          ("D2", c2["D"] if c2 else "infeasible"), ("Th2", c2["Th"] if c2 else "infeasible"),
-          ("division", best["division"]), ("mode", mode), ("P", best["P"]), ("Q", best["Q"]),
-          ("filters_per_block", best["fpb"]), ("rows_per_block", best["rpb"]),
-          ("rows_per_piece", best["rows_per_piece"]),
-          ("filters_per_piece", best["filters_per_piece"]),
-          ("blocks_used", best["blocks"]), ("bytes_in_flight", best["inflight"]),
-          ("regs_per_thread", best["regs"]), ("shared_bytes_per_block", best["D"])]
-    attrs = (METHOD_IDS["single_channel"], best["division"], best["P"], best["Q"], best["fpb"],
-             best["rpb"], 1 if mode == "prefetch" else 0, T)
-    return Plan("single_channel", f"C == 1, stride 1 (sec 3.1): {why}", hw.name, tuple(q),
-                tuple(int(a) for a in attrs))
-
-
-# ------------------------------------------------------------------ section 3.2
+# ------------------------------------------------------------------ section 3.1: plan_single_channel.py
 def _mc_shared_bytes(Wx: int, Mp: int, Se: int, stages: int) -> tuple[int, int]:
     """(one stage, whole block) in bytes, as cuda/multi_channel.cu's Cfg lays them out: the
     A tile pixel-major W'x x (S_e + 4), the B tile S_e x (M' + 4), STAGES deep; the output
@@ -580,7 +426,8 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
         return _direct(hw, f"stride {tuple(spec.window_strides)}: the paper's kernels are "
                            f"stride 1", lat)
     if d["C"] == 1:
-        return _single_channel(spec, hw, lat)
+        from . import plan_single_channel  # section 3.1 lives in its own module
+        return plan_single_channel.single_channel_plan(spec, hw, lat)
     return _multi_channel(spec, hw, lat)
 
 
@@ -600,13 +447,8 @@ def division_ranges(spec: ConvSpec, plan: Plan) -> dict[str, tuple[tuple[int, in
            "ow": ((0, d["OW"]),), "c": ((0, d["C"]),)}
     a = plan.kernel_attrs
     if plan.method == "single_channel":
-        division, P, Q, fpb, rpb = a[1], a[2], a[3], a[4], a[5]
-        if division == 1:
-            out["m"] = split(d["M"], fpb)
-            out["oh"] = split(d["OH"], _cdiv(d["OH"], P))
-        else:
-            out["oh"] = split(d["OH"], rpb)
-            out["m"] = split(d["M"], _cdiv(fpb, Q))
+        from . import plan_single_channel
+        return plan_single_channel.tile_ranges(spec, plan)
     elif plan.method == "multi_channel":
         Mp, Wx, c_split = a[2], a[3], a[5]
         out["m"] = split(d["M"], Mp)

@@ -4,6 +4,10 @@
 //   /tmp/drv            correctness (paper-single set + random configs) then timing
 //   /tmp/drv --small    a few small cases only (for compute-sanitizer)
 //   /tmp/drv --check    correctness only;  /tmp/drv --time  timing only
+//   /tmp/drv --plans F  also check (and time, for the paper-single cases) the planner's plans
+//                       from F (python -m jax_fastconv.plan_single_channel --export F): the
+//                       timed configuration is the planned one, plus variants (SC_VARIANTS=0|1|2)
+//   /tmp/drv --plans F --one NAME   run the planned case NAME once (for ncu)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
 // recomputes any element without copying inputs back. Outputs are poisoned with NaN first;
 // the NaN count over the whole output and a bit-exact hash are computed on the GPU.
@@ -21,6 +25,9 @@
 #include "../../cuda/kernels.h"
 
 using fastconv::ConvParams;
+namespace fastconv {
+cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10]);
+}
 
 #define CK(x)                                                                          \
   do {                                                                                 \
@@ -283,31 +290,44 @@ static double copy_bw_GBps() {
 
 struct TimeRes { double us; double gbps; };
 
-static TimeRes time_case(const Case& c) {
+// R buffer sets for one case (rotated so that L2 does not flatter small cases); many plans
+struct TimeBufs {
+  Bufs b; int R = 0; std::vector<float*> xs, ws, ys;
+  void init(const Case& c) {
+    ConvParams p = make_params(c, &b);
+    (void)p;
+    const double footprint = 4.0 * (double(b.x_elems) + b.w_elems + double(b.y_elems));
+    R = int(std::min(64.0, std::max(2.0, std::ceil(300e6 / footprint))));
+    xs.resize(R); ws.resize(R); ys.resize(R);
+    for (int r = 0; r < R; ++r) {
+      CK(cudaMalloc(&xs[r], b.x_elems * 4)); CK(cudaMalloc(&ws[r], b.w_elems * 4)); CK(cudaMalloc(&ys[r], b.y_elems * 4));
+      fill_kernel<<<1024, 256>>>(xs[r], b.x_elems, 1 + r); fill_kernel<<<64, 256>>>(ws[r], b.w_elems, 2);
+      poison_kernel<<<1024, 256>>>(ys[r], b.y_elems);
+    }
+    CK(cudaDeviceSynchronize());
+  }
+  void release() {
+    for (int r = 0; r < R; ++r) { CK(cudaFree(xs[r])); CK(cudaFree(ws[r])); CK(cudaFree(ys[r])); }
+    R = 0;
+  }
+};
+
+static TimeRes time_plan(const Case& c, TimeBufs& tb, int samples) {
   Bufs b; ConvParams p = make_params(c, &b);
   const double bytes = 4.0 * (double(b.x_elems) + b.w_elems + double(p.out_elems()));
-  const double footprint = 4.0 * (double(b.x_elems) + b.w_elems + double(b.y_elems));
-  int R = int(std::min(64.0, std::max(2.0, std::ceil(300e6 / footprint))));
-  std::vector<float*> xs(R), ws(R), ys(R);
-  for (int r = 0; r < R; ++r) {
-    CK(cudaMalloc(&xs[r], b.x_elems * 4)); CK(cudaMalloc(&ws[r], b.w_elems * 4)); CK(cudaMalloc(&ys[r], b.y_elems * 4));
-    fill_kernel<<<1024, 256>>>(xs[r], b.x_elems, 1 + r); fill_kernel<<<64, 256>>>(ws[r], b.w_elems, 2);
-    poison_kernel<<<1024, 256>>>(ys[r], b.y_elems);
-  }
-  CK(cudaDeviceSynchronize());
-  for (int i = 0; i < 3 * R; ++i) CK(fastconv::launch_single_channel(p, xs[i % R], ws[i % R], ys[i % R], 0));
+  const int R = tb.R;
+  for (int i = 0; i < 2 * R; ++i) CK(fastconv::launch_single_channel(p, tb.xs[i % R], tb.ws[i % R], tb.ys[i % R], 0));
   CK(cudaDeviceSynchronize());
   cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
   // each sample: one CUDA graph of R launches (one per buffer set), time / R; median over samples
   cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cudaGraph_t graph; cudaGraphExec_t gexec;
   CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  for (int r = 0; r < R; ++r) CK(fastconv::launch_single_channel(p, xs[r], ws[r], ys[r], st));
+  for (int r = 0; r < R; ++r) CK(fastconv::launch_single_channel(p, tb.xs[r], tb.ws[r], tb.ys[r], st));
   CK(cudaStreamEndCapture(st, &graph));
   CK(cudaGraphInstantiate(&gexec, graph, 0));
   CK(cudaGraphLaunch(gexec, st)); CK(cudaStreamSynchronize(st));
   std::vector<double> ts;
-  const int samples = 25;
   for (int s = 0; s < samples; ++s) {
     CK(cudaEventRecord(e0, st));
     CK(cudaGraphLaunch(gexec, st));
@@ -316,22 +336,114 @@ static TimeRes time_case(const Case& c) {
   }
   CK(cudaGraphExecDestroy(gexec)); CK(cudaGraphDestroy(graph)); CK(cudaStreamDestroy(st));
   std::sort(ts.begin(), ts.end());
-  for (int r = 0; r < R; ++r) { CK(cudaFree(xs[r])); CK(cudaFree(ws[r])); CK(cudaFree(ys[r])); }
   CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
   const double us = ts[ts.size() / 2];
   return {us, bytes / (us * 1e-6) / 1e9};
 }
 
+static TimeRes time_case(const Case& c) {
+  TimeBufs tb; tb.init(c);
+  TimeRes r = time_plan(c, tb, 25);
+  tb.release();
+  return r;
+}
+
+// ---------------- planned cases (exported by jax_fastconv/plan_single_channel.py) ----------------
+static std::vector<Case> read_plans(const char* path) {
+  std::vector<Case> v;
+  FILE* f = fopen(path, "r");
+  if (!f) { fprintf(stderr, "cannot open %s\n", path); exit(2); }
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || line[0] == '\n') continue;
+    char name[128]; Case c{}; long long a[7];
+    int n = sscanf(line, "%127s %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lld %lld %lld %lld %lld",
+                   name, &c.N, &c.H, &c.W, &c.M, &c.KH, &c.KW, &c.pt, &c.pb, &c.pl, &c.pr, &c.ylay,
+                   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6]);
+    if (n != 19) { fprintf(stderr, "bad line in %s: %s", path, line); exit(2); }
+    c.name = name; c.wlay = c.ylay == 1 ? 1 : 0; c.plan[0] = 1;
+    for (int i = 0; i < 7; ++i) c.plan[i + 1] = a[i];
+    v.push_back(c);
+  }
+  fclose(f);
+  return v;
+}
+
+// The launch the kernel resolves a planned case to must be the plan itself.
+static bool launch_is_plan(const Case& c, int nsm) {
+  Bufs b; ConvParams p = make_params(c, &b);
+  long long L[10];
+  CK(fastconv::single_channel_launch_config(p, L));
+  const long long MB = c.plan[4], RB = c.plan[5];
+  bool ok = L[0] == 1 && L[1] == c.plan[1] && L[2] == RB && L[4] == MB && L[5] == c.plan[6] &&
+            L[6] == c.plan[7];
+  // grid: volume -> one block per tile; prefetch -> min(tiles, 2 x SMs)
+  const long long tiles = p.N * ((p.OH + RB - 1) / RB) * ((p.OW + L[3] - 1) / L[3]) * ((p.M + MB - 1) / MB);
+  ok = ok && L[7] == (c.plan[6] ? std::min<long long>(tiles, 2LL * nsm) : tiles);
+  if (!ok)
+    printf("LAUNCH != PLAN %s: exact=%lld div=%lld RB=%lld CB=%lld MB=%lld pf=%lld thr=%lld grid=%lld smem=%lld\n",
+           c.name.c_str(), L[0], L[1], L[2], L[3], L[4], L[5], L[6], L[7], L[8]);
+  return ok;
+}
+
+static void plan_str(const long long* pl, char* buf, size_t n) {
+  snprintf(buf, n, "[%lld,%lld,%lld,%lld,%lld,%lld,%lld]", pl[1], pl[2], pl[3], pl[4], pl[5], pl[6], pl[7]);
+}
+
+// exploration variants around a planned paper case (all valid plans: the kernel runs them exactly)
+static std::vector<std::vector<long long>> variants(const Case& c, int level) {
+  std::vector<std::vector<long long>> v;
+  if (level <= 0) return v;
+  const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
+  const long long mbs[] = {8, 16, 32, 64, 128};
+  const long long rbs[] = {1, 2, 4, 8, 16};
+  for (long long MB : mbs) {
+    if (MB > std::max<long long>(8, (M + 7) / 8 * 8)) continue;
+    for (long long RB : rbs) {
+      if (RB > OH) continue;
+      const long long Q = (M + MB - 1) / MB, P = (OH + RB - 1) / RB;
+      const long long items = RB * ((c.W - c.KW + 1 + 3) / 4) * (MB / 8);
+      const long long thr = std::max<long long>(64, std::min<long long>(256, (items + 31) / 32 * 32));
+      v.push_back({1, 2, 1, Q, MB, RB, 0, thr});          // volume, division 2
+      if (level >= 2) {
+        v.push_back({1, 2, 1, Q, MB, RB, 1, thr});        // prefetch, division 2
+        v.push_back({1, 1, P, 1, MB, RB, 1, thr});        // prefetch, division 1
+        if (thr == 256) v.push_back({1, 2, 1, Q, MB, RB, 0, 128});
+      }
+    }
+  }
+  return v;
+}
+
 int main(int argc, char** argv) {
   bool small = false, do_check = true, do_time = true;
+  const char* plans_path = nullptr; const char* one = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--small")) { small = true; do_time = false; }
     if (!strcmp(argv[i], "--check")) do_time = false;
     if (!strcmp(argv[i], "--time")) do_check = false;
+    if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans_path = argv[++i];
+    if (!strcmp(argv[i], "--one") && i + 1 < argc) one = argv[++i];
   }
   cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
   printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::mt19937_64 rng(12345);
+  std::vector<Case> planned;
+  if (plans_path) planned = read_plans(plans_path);
+  if (one) {  // one planned case, launched twice (ncu: --launch-skip 1 --launch-count 1)
+    for (auto& c : planned)
+      if (c.name == one) {
+        Bufs b; ConvParams p = make_params(c, &b);
+        ensure(&d_x, &cap_x, b.x_elems); ensure(&d_w, &cap_w, b.w_elems); ensure(&d_y, &cap_y, b.y_elems);
+        fill_kernel<<<1024, 256>>>(d_x, b.x_elems, 1); fill_kernel<<<256, 256>>>(d_w, b.w_elems, 2);
+        for (int r = 0; r < 2; ++r) CK(fastconv::launch_single_channel(p, d_x, d_w, d_y, 0));
+        CK(cudaDeviceSynchronize());
+        printf("ran %s\n", one);
+        return 0;
+      }
+    printf("no planned case %s\n", one);
+    return 1;
+  }
 
   if (small) {
     long long pl[8] = {1, 1, 2, 0, 8, 0, 1, 128};
@@ -356,13 +468,56 @@ int main(int argc, char** argv) {
     // a few with SAME padding and K = 7
     for (int lay : {0, 1}) { Case c = paper_case(2, 224, 64, 7, lay, nullptr); c.pt = c.pb = c.pl = c.pr = 3; cases.push_back(c); }
     for (int i = 0; i < 150; ++i) cases.push_back(random_case(rng, i));
+    int nplan_bad = 0;
+    for (auto& c : planned) { cases.push_back(c); nplan_bad += !launch_is_plan(c, prop.multiProcessorCount); }
+    if (plans_path)
+      printf("PLANNED: %zu planned cases from %s, %d whose launch differs from the plan\n", planned.size(),
+             plans_path, nplan_bad);
+    nfail += nplan_bad;
     for (auto& c : cases) {
       CheckResult r = check_case(c, rng, false);
       ++nrun; nfail += !r.ok; maxrel = std::max(maxrel, r.rel); alldet = alldet && r.det;
     }
     printf("CHECK: %d configs, %d failed, max rel err %.3e, deterministic %s\n", nrun, nfail, maxrel, alldet ? "yes" : "NO");
   }
-  if (do_time) {
+  if (do_time && plans_path) {
+    const double bw = copy_bw_GBps();
+    printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
+    const char* lv = std::getenv("SC_VARIANTS");
+    const int level = lv ? atoi(lv) : 1;
+    struct PRow { std::string name; std::string plan; double us, gbps, floor_us; std::string best; double best_us; };
+    std::vector<PRow> rows;
+    for (auto& c : planned) {
+      if (c.name.rfind("paper_", 0) != 0) continue;
+      TimeBufs tb; tb.init(c);
+      Bufs bb; ConvParams pp = make_params(c, &bb);
+      PRow row{};
+      row.name = c.name;
+      char buf[96]; plan_str(c.plan, buf, sizeof buf); row.plan = buf;
+      TimeRes t = time_plan(c, tb, 25);
+      row.us = t.us; row.gbps = t.gbps; row.best = "planned"; row.best_us = t.us;
+      row.floor_us = 4.0 * (bb.x_elems + bb.w_elems + pp.out_elems()) / (bw * 1e3);
+      printf("  %-34s planned %-26s %9.2f us %6.0f GB/s %5.1f%%\n", c.name.c_str(), buf, t.us, t.gbps, 100 * t.gbps / bw);
+      for (auto& v : variants(c, level)) {
+        Case cv = c;
+        for (int i = 0; i < 8; ++i) cv.plan[i] = v[i];
+        long long L[10]; Bufs b2; ConvParams pv = make_params(cv, &b2);
+        CK(fastconv::single_channel_launch_config(pv, L));
+        if (L[0] != 1) continue;  // not a plan the kernel runs exactly
+        TimeRes tv = time_plan(cv, tb, 11);
+        plan_str(cv.plan, buf, sizeof buf);
+        printf("  %-34s variant %-26s %9.2f us %6.0f GB/s %5.1f%%\n", c.name.c_str(), buf, tv.us, tv.gbps, 100 * tv.gbps / bw);
+        if (tv.us < row.best_us) { row.best_us = tv.us; row.best = buf; }
+      }
+      tb.release();
+      rows.push_back(row);
+    }
+    printf("\nPLANNED TABLE (%s, copy %.0f GB/s): the planner's launch per case\n%-34s %-26s %9s %7s %6s %9s %9s  %s\n",
+           prop.name, bw, "case", "plan [div,P,Q,MB,RB,pf,thr]", "us", "GB/s", "%copy", "floor_us", "best_us", "best variant");
+    for (auto& r : rows)
+      printf("%-34s %-26s %9.2f %7.0f %5.1f%% %9.2f %9.2f  %s\n", r.name.c_str(), r.plan.c_str(), r.us, r.gbps,
+             100 * r.gbps / bw, r.floor_us, r.best_us, r.best.c_str());
+  } else if (do_time) {
     const double bw = copy_bw_GBps();
     printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
     struct Row { std::string name; double us, gbps, floor_us; std::string best; double auto_us; };

@@ -1,0 +1,442 @@
+"""Single-channel plan (C = 1, stride 1): paper section 3.1 on the kernel that really runs.
+
+``single_channel_plan(spec, hw, lat)`` replaces ``planner._single_channel`` (same signature,
+returns a `planner.Plan`). The plan's ``kernel_attrs`` are exactly the launch of
+cuda/single_channel.cu (its header comment: "Mapping of plan[1..7]"):
+
+    [1, division, P, Q, MB, RB, prefetch, threads]
+    MB = filters per tile (multiple of 8 in [8, 128]), RB = output rows per tile
+    ([1, min(OH, 64)]); division 1: P = ceil(OH / RB), Q = 1; division 2: P = 1,
+    Q = ceil(M / MB); prefetch 1 = persistent grid of min(tiles, 2 N_sm) blocks sweeping
+    contiguous tile ranges (double buffered), 0 = volume method, one block per tile;
+    threads a multiple of 32 in [64, 256]. The column tile CB follows from RB (`column_tile`).
+
+The kernel runs a valid plan as given (no re-choice, no clamping); `launch_of(spec, plan)`
+recomputes that launch in Python and `tile_ranges(spec, plan)` the output boxes it writes.
+
+Departures from the paper (section 3.1; each deliberate, the reason beside it):
+
+S1. Blocks per SM and threads: the paper launches N_block = 2 x N_sm blocks of 512 threads.
+    The kernel is compiled with __launch_bounds__(256, 2): at most 256 threads per block, two
+    blocks per SM (a block's register tile is 8 filters x 4 columns, 32 accumulators, so
+    512 threads would not fit 2 blocks' registers). So T <= 256, N_block = 2 x N_sm, and the
+    per-SM quantities are taken per block: S_shared -> the per-block share of the SM
+    (min(opt-in, shared_per_SM / 2 - 1 KB reserved on sm_80+)), N_FMA -> ceil(N_FMA / 2)
+    (on Hopper, N_FMA per block with 2 blocks/SM). Registers are not estimated: they come
+    from ptxas (`KERNEL_REGS`) and must fit regs_per_SM / (2 x T).
+S2. Geometry = what the kernel holds. The map is divided along the OUTPUT rows (OH); a piece
+    holds RB + KH - 1 input lines of SW floats, SW = roundup4(CB + KW - 1 + 8) (the padded
+    shared line: float4 reads run up to 8 floats past the patch), CB = OW (whole lines, the
+    paper's W_x) unless RB + KH - 1 whole lines exceed the kernel's 48 KB input buffer, in
+    which case the kernel's column tiles cut the line (`column_tile`; "the kernel's column
+    tiles"). Filters per piece are rounded up to a multiple of 8 (the register tile) and at
+    most 128. So D = 4 (KH KW MB + (RB + KH - 1) SW) bytes and Th = KH KW MB RB CB FMAs
+    (issued FMAs, padding filters included).
+S3. The batch: the paper plans one image. Here the division covers N images: tiles =
+    N x ceil(OH / RB) x ceil(OW / CB) x ceil(M / MB). Division 1 gives a block
+    ceil(M / N_block) filters (eq. 5, rounded to 8) and P pieces of each image's rows;
+    division 2 gives a block ceil(N OH / N_block) rows (eq. 7 with W_y -> N OH; a piece
+    never spans two images, so at most OH, and at most the rows whose whole lines fit the
+    input buffer) and Q pieces of the filters.
+S4. Prefetch double-buffers (the next piece lands while this one is computed), so a
+    prefetching division must fit 2 D <= S_shared; the lower bounds P_lower and Q_lower use
+    that. When no P (Q) reaches Th >= N_FMA with 2 D <= S_shared, the division is planned
+    for the volume method: the smallest P (Q) with D <= S_shared (the paper sets it to 1,
+    which may overflow shared memory). The choice between divisions is the paper's: those
+    able to prefetch first (sec 2.2 step 3), then (step 4) those whose data in flight over
+    the resident blocks reaches V_s, then the smaller D (sec 3.1 step 4).
+S5. Measured on Hopper (H200, benchmarks/notes/single_channel.md), the paper's choice is
+    overridden where measurement contradicts it (compute capability >= 9.0 only; the
+    GTX 1080Ti preset keeps the paper's plan): the volume method with division 2 (rows
+    across blocks, consecutive blocks sharing one input band through L2) beat the persistent
+    prefetch sweep (the hardware block scheduler overlaps one block's load with the other
+    resident block's compute); tiles of at most 2048 work items (8 per thread) and at most
+    32 filters beat the paper's large pieces; rows per tile are maximised within that as long
+    as >= N_sm / 2 tiles remain. Round 1's hint ">= 3 tiles per SM first" measured 5-30 %
+    slower at batch 1 (fewer, larger tiles win when everything is resident at once). See
+    `_hopper_rule` and the reason string of each plan.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+
+from .planner import _cdiv, _reserved_shared
+
+# ---------------------------------------------------------------- the kernel's facts
+TM = 8                 # filters per thread (register tile rows); MB is a multiple of it
+TP = 4                 # output columns per thread
+MB_MAX = 128           # filters per tile
+RB_MAX = 64            # output rows per tile
+T_MIN, T_MAX = 64, 256  # threads per block (__launch_bounds__(256, 2))
+BLOCKS_PER_SM = 2      # __launch_bounds__(256, 2); the paper's N_block = 2 N_sm
+IN_BUDGET = 48 * 1024 // 4   # floats per input buffer (SC_IN_KB)
+NV_EXTRA = 8           # floats read past the patch by the float4 loads, plus rounding
+
+# Registers per thread from `nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a
+# -Xptxas -v -Icuda -c cuda/single_channel.cu` (max over the two store layouts), 0 spills.
+# Keep in sync with cuda/single_channel.cu (KH x KW templates; 0 = the generic runtime-K path).
+KERNEL_REGS = {(1, 1): 112, (3, 3): 128, (5, 5): 128, (7, 7): 124, "generic": 122}
+
+# Hopper rule (S5), from the H200 measurements in benchmarks/notes/single_channel.md.
+HOPPER_MB_MAX = 32
+HOPPER_ITEMS = 2048
+
+
+
+def _r8(x: int) -> int:
+    return min(MB_MAX, max(TM, _cdiv(x, TM) * TM))
+
+
+def kernel_regs(KH: int, KW: int) -> int:
+    return KERNEL_REGS.get((KH, KW), KERNEL_REGS["generic"])
+
+
+def shared_line(cb: int, KW: int) -> int:
+    """SW: floats per input line in shared memory for a column tile of cb outputs."""
+    return _cdiv(cb + KW - 1 + NV_EXTRA, 4) * 4
+
+
+def column_tile(RB: int, KH: int, KW: int, OW: int) -> int:
+    """CB, the kernel's column tile for RB rows (cuda/single_channel.cu cb_for)."""
+    rows_in = RB + KH - 1
+    if rows_in * shared_line(OW, KW) <= IN_BUDGET:
+        return OW
+    cb = IN_BUDGET // rows_in - KW - 1 - NV_EXTRA
+    cb = max(128, cb // TP * TP)
+    return min(cb, OW)
+
+
+def patch_fits(RB: int, KH: int, KW: int, OW: int) -> bool:
+    cb = column_tile(RB, KH, KW, OW)
+    return (RB + KH - 1) * shared_line(cb, KW) <= IN_BUDGET
+
+
+def shared_bytes(RB: int, MB: int, KH: int, KW: int, OW: int, prefetch: int) -> int:
+    cb = column_tile(RB, KH, KW, OW)
+    return (2 if prefetch else 1) * 4 * ((RB + KH - 1) * shared_line(cb, KW) + KH * KW * MB)
+
+
+def _threads_for(RB: int, MB: int, CB: int) -> int:
+    items = RB * _cdiv(CB, TP) * (MB // TM)
+    return max(T_MIN, min(T_MAX, _cdiv(items, 32) * 32))
+
+
+def launch_of(spec, plan) -> dict:
+    """The launch the kernel runs for `plan` (mirrors resolve_exact in the .cu file)."""
+    d = spec.dims
+    _, division, P, Q, MB, RB, prefetch, T = plan.kernel_attrs
+    N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
+    CB = column_tile(RB, KH, KW, OW)
+    tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
+    return dict(division=division, RB=RB, CB=CB, MB=MB, prefetch=prefetch, threads=T,
+                tiles=tiles, SW=shared_line(CB, KW),
+                shared=shared_bytes(RB, MB, KH, KW, OW, prefetch),
+                grid_per_sm=BLOCKS_PER_SM)
+
+
+def tile_ranges(spec, plan) -> dict:
+    """Per-axis ranges of the kernel's tiles (n, m, oh, ow): the tiles are their product."""
+    d = spec.dims
+    L = launch_of(spec, plan)
+
+    def split(extent, size):
+        return tuple((lo, min(lo + size, extent)) for lo in range(0, extent, size))
+    return {"n": split(d["N"], 1), "m": split(d["M"], L["MB"]), "oh": split(d["OH"], L["RB"]),
+            "ow": split(d["OW"], L["CB"]), "c": ((0, d["C"]),)}
+
+
+def valid_attrs(spec, attrs, hw) -> list[str]:
+    """Why `attrs` is outside what the kernel runs exactly (empty: valid)."""
+    d = spec.dims
+    _, division, P, Q, MB, RB, prefetch, T = attrs
+    bad = []
+    if division not in (1, 2):
+        bad.append("division")
+    if MB % TM or not TM <= MB <= MB_MAX:
+        bad.append("MB")
+    if not 1 <= RB <= min(d["OH"], RB_MAX):
+        bad.append("RB")
+    if prefetch not in (0, 1):
+        bad.append("prefetch")
+    if T % 32 or not T_MIN <= T <= T_MAX:
+        bad.append("threads")
+    if division == 1 and (P != _cdiv(d["OH"], RB) or Q != 1):
+        bad.append("P/Q")
+    if division == 2 and (P != 1 or Q != _cdiv(d["M"], MB)):
+        bad.append("P/Q")
+    if not bad:
+        if not patch_fits(RB, d["KH"], d["KW"], d["OW"]):
+            bad.append("input buffer")
+        if shared_bytes(RB, MB, d["KH"], d["KW"], d["OW"], prefetch) > hw.shared_per_block_optin:
+            bad.append("shared")
+    return bad
+
+
+# ---------------------------------------------------------------- section 3.1 on this kernel
+def _per_block(hw):
+    S_sh = min(hw.shared_per_block_optin, hw.shared_per_sm // BLOCKS_PER_SM - _reserved_shared(hw))
+    T_cap = min(T_MAX, hw.max_threads_per_block, hw.max_threads_per_sm // BLOCKS_PER_SM)
+    reg_budget = min(hw.max_regs_per_thread, hw.regs_per_sm // (BLOCKS_PER_SM * T_cap) // 8 * 8)
+    return S_sh, T_cap, reg_budget
+
+
+def _smallest(lo, hi, ok):
+    for x in range(lo, hi + 1):
+        if ok(x):
+            return x
+    return None
+
+
+def _largest(lo, hi, ok):
+    for x in range(hi, lo - 1, -1):
+        if ok(x):
+            return x
+    return None
+
+
+def single_channel_plan(spec, hw, lat):
+    from .planner import Plan, METHOD_IDS, _direct   # lazy: planner imports this module
+
+    d = spec.dims
+    N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
+    KK = KH * KW
+    b = BLOCKS_PER_SM
+    B = b * hw.sm_count
+    n_fma_b = _cdiv(lat["N_FMA"], b)
+    S_sh, T_cap, budget = _per_block(hw)
+    regs = kernel_regs(KH, KW)
+    common = (("blocks_per_SM", b), ("N_block", B), ("N_FMA_block", n_fma_b),
+              ("S_shared", S_sh), ("reg_budget", budget), ("regs_per_thread", regs))
+    if regs > budget or T_cap < T_MIN:
+        return _direct(hw, f"single channel: the kernel needs {regs} registers per thread "
+                           f"(ptxas) at >= {T_MIN} threads x {b} blocks/SM; the SM allows "
+                           f"{budget}", lat, common)
+    if not patch_fits(1, KH, KW, OW) or shared_bytes(1, TM, KH, KW, OW, 0) > S_sh:
+        return _direct(hw, f"single channel: one output row of a {KH}x{KW} filter does not fit "
+                           f"the kernel's 48 KB input buffer or S_shared = {S_sh} B", lat,
+                       common)
+
+    def D(RB, MB):        # bytes of one buffer set (S2)
+        return shared_bytes(RB, MB, KH, KW, OW, 0)
+
+    def Th(RB, MB):       # FMAs of one piece (S2)
+        return KK * MB * RB * column_tile(RB, KH, KW, OW)
+
+    def ok_rows(RB):
+        return 1 <= RB <= min(OH, RB_MAX) and patch_fits(RB, KH, KW, OW)
+
+    # ---- division 1: filters across blocks, each image's rows in P pieces (eqs. 5, 6)
+    MB1 = _r8(_cdiv(M, B))
+    def rows1(P): return _cdiv(OH, P)
+    def fits1(P, pf): return ok_rows(rows1(P)) and (2 if pf else 1) * D(rows1(P), MB1) <= S_sh
+    P_hi = _largest(1, OH, lambda P: Th(rows1(P), MB1) >= n_fma_b)
+    P_lo = _smallest(1, OH, lambda P: fits1(P, 1))
+    if P_lo is not None and P_hi is not None and P_lo <= P_hi:
+        P1, mode1 = P_lo, "prefetch"
+    else:
+        P1, mode1 = _smallest(1, OH, lambda P: fits1(P, 0)), "volume"
+    # ---- division 2: rows across blocks, the filters in Q pieces (eqs. 7, 8)
+    RB2 = min(_cdiv(N * OH, B), OH, RB_MAX)
+    while RB2 > 1 and column_tile(RB2, KH, KW, OW) < OW:   # whole lines (the paper's W_x)
+        RB2 -= 1
+    def mb2(Q): return _r8(_cdiv(M, Q))
+    def fits2(Q, pf):
+        return _cdiv(M, Q) <= MB_MAX and (2 if pf else 1) * D(RB2, mb2(Q)) <= S_sh
+    Q_hi = _largest(1, M, lambda Q: Th(RB2, mb2(Q)) >= n_fma_b)
+    Q_lo = _smallest(1, M, lambda Q: fits2(Q, 1))
+    if Q_lo is not None and Q_hi is not None and Q_lo <= Q_hi:
+        Q2, mode2 = Q_lo, "prefetch"
+    else:
+        Q2, mode2 = _smallest(1, M, lambda Q: fits2(Q, 0)), "volume"
+
+    cands = []
+    if P1 is not None:
+        RB = rows1(P1)
+        P1 = _cdiv(OH, RB)                    # no empty piece
+        tiles = N * P1 * _cdiv(OW, column_tile(RB, KH, KW, OW)) * _cdiv(M, MB1)
+        cands.append(dict(division=1, P=P1, Q=1, MB=MB1, RB=RB, mode=mode1, D=D(RB, MB1),
+                          Th=Th(RB, MB1), tiles=tiles))
+    if Q2 is not None:
+        MB = mb2(Q2)
+        Q2 = _cdiv(M, MB)
+        tiles = N * _cdiv(OH, RB2) * _cdiv(OW, column_tile(RB2, KH, KW, OW)) * Q2
+        cands.append(dict(division=2, P=1, Q=Q2, MB=MB, RB=RB2, mode=mode2, D=D(RB2, MB),
+                          Th=Th(RB2, MB), tiles=tiles))
+    for c in cands:
+        c["inflight"] = min(B, c["tiles"]) * c["D"]
+    if not cands:
+        return _direct(hw, f"single channel: no division fits S_shared = {S_sh} B", lat, common)
+
+    pref = [c for c in cands if c["mode"] == "prefetch"]
+    if pref:
+        pool = pref
+        why = (f"Th{'/'.join(str(c['division']) for c in pool)} >= N_FMA/block = {n_fma_b} "
+               f"with two pieces in shared memory: prefetch (sec 2.2 method 1)")
+    else:
+        vs_ok = [c for c in cands if c["inflight"] >= lat["V_s"]]
+        pool = vs_ok or cands
+        why = (f"Th < N_FMA/block = {n_fma_b} for every division: volume method, "
+               f"{'>= V_s' if vs_ok else 'below V_s'} = {lat['V_s']} B in flight "
+               f"(sec 2.2 method 2)")
+    best = min(pool, key=lambda c: (c["D"], c["division"]))
+    others = [c for c in cands if c is not best]
+    if others:
+        o = others[0]
+        why += (f"; division {best['division']} (D{best['division']} = {best['D']} B) over "
+                f"division {o['division']} (D{o['division']} = {o['D']} B)"
+                + (": the smaller D (sec 3.1 step 4)" if o in pool else
+                   f" ({o['mode']} only)"))
+    paper = best
+    final = dict(paper)
+    rule = "paper"
+    if hw.compute_capability >= (9, 0):
+        final, hwhy = _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B)
+        why += "; " + hwhy
+        rule = "measured (Hopper)"
+    CB = column_tile(final["RB"], KH, KW, OW)
+    T = min(T_cap, _threads_for(final["RB"], final["MB"], CB))
+    prefetch = 1 if final["mode"] == "prefetch" else 0
+    if final["division"] == 1:
+        P, Q = _cdiv(OH, final["RB"]), 1
+    else:
+        P, Q = 1, _cdiv(M, final["MB"])
+    tiles = N * _cdiv(OH, final["RB"]) * _cdiv(OW, CB) * _cdiv(M, final["MB"])
+    shared = shared_bytes(final["RB"], final["MB"], KH, KW, OW, prefetch)
+    blocks = min(tiles, B) if prefetch else tiles
+    by = {c["division"]: c for c in cands}
+    c1, c2 = by.get(1), by.get(2)
+    q = list(lat.items()) + list(common) + [
+        ("threads_per_block", T),
+        ("P_lower", P_lo if P_lo is not None else "none"),
+        ("P_upper", P_hi if P_hi is not None else "none"),
+        ("Q_lower", Q_lo if Q_lo is not None else "none"),
+        ("Q_upper", Q_hi if Q_hi is not None else "none"),
+        ("D1", c1["D"] if c1 else "infeasible"), ("Th1", c1["Th"] if c1 else "infeasible"),
+        ("D2", c2["D"] if c2 else "infeasible"), ("Th2", c2["Th"] if c2 else "infeasible"),
+        ("paper_choice", f"division {paper['division']}, P={paper['P']}, Q={paper['Q']}, "
+                         f"MB={paper['MB']}, RB={paper['RB']}, {paper['mode']}"),
+        ("rule", rule),
+        ("division", final["division"]), ("mode", final["mode"]), ("P", P), ("Q", Q),
+        ("filters_per_block", final["MB"]), ("rows_per_block", final["RB"]),
+        ("filters_per_piece", final["MB"]), ("rows_per_piece", final["RB"]),
+        ("column_tile", CB), ("tiles", tiles), ("blocks_used", blocks),
+        ("Th", Th(final["RB"], final["MB"])),
+        ("bytes_in_flight", min(B, tiles) * D(final["RB"], final["MB"])),
+        ("shared_bytes_per_block", shared)]
+    attrs = (METHOD_IDS["single_channel"], final["division"], P, Q, final["MB"], final["RB"],
+             prefetch, T)
+    return Plan("single_channel", f"C == 1, stride 1 (sec 3.1): {why}", hw.name, tuple(q),
+                tuple(int(a) for a in attrs))
+
+
+def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
+    """S5: the measured rule on Hopper (H200 run of 2026-11-21, 72 paper-single cases x up to
+    100 valid plans each, benchmarks/notes/single_channel.md). Volume method, division 2;
+    MB = M rounded to 8, at most HOPPER_MB_MAX = 32; RB = the most rows in {16, 8, 4, 2, 1}
+    with at most HOPPER_ITEMS work items (8 filters x 4 columns each) per tile and at least
+    HOPPER_MIN_TILES = N_sm / 2 tiles; 1 when none has. Over the 72 cases this rule was
+    within 5 % (geometric mean) of the best measured plan per case; the paper's choice
+    (prefetch, large pieces) and the earlier ">= 3 tiles per SM" rule were slower."""
+    MB = _r8(min(M, HOPPER_MB_MAX))
+    min_tiles = _cdiv(hw.sm_count, 2)
+
+    def tiles(RB):
+        return N * _cdiv(OH, RB) * _cdiv(OW, column_tile(RB, KH, KW, OW)) * _cdiv(M, MB)
+
+    def items(RB):
+        return RB * _cdiv(column_tile(RB, KH, KW, OW), TP) * (MB // TM)
+
+    RB = 1
+    for r in (16, 8, 4, 2):
+        if (r <= OH and patch_fits(r, KH, KW, OW) and D(r, MB) <= S_sh
+                and items(r) <= HOPPER_ITEMS and tiles(r) >= min_tiles):
+            RB = r
+            break
+    t = tiles(RB)
+    why = (f"on Hopper the measured rule replaces it (S5): volume method, division 2, "
+           f"MB = {MB}, RB = {RB}: {items(RB)} work items per tile (<= {HOPPER_ITEMS}), "
+           f"{t} tiles (>= N_sm / 2 = {min_tiles} where the shape has them); on the H200 this "
+           f"beat the persistent prefetch sweep and the paper's larger pieces")
+    return dict(division=2, MB=MB, RB=RB, mode="volume", P=1, Q=_cdiv(M, MB)), why
+
+
+def plan_for(spec, hw):
+    """This module's plan for a C = 1, stride-1 spec (what make_plan returns once wired)."""
+    from .planner import latency_model
+    return single_channel_plan(spec, hw, latency_model(hw))
+
+
+# ---------------------------------------------------------------- export for the driver
+PAPER_SINGLE = ((28, 512), (56, 256), (112, 128), (224, 64), (512, 32), (1024, 32))
+
+
+def _export(path: str, hardware: str, n_random: int, seed: int) -> int:
+    from .hardware import resolve_hardware
+    from .spec import spec_from_logical
+    hw = resolve_hardware(hardware)
+    rng = random.Random(seed)
+    lines = ["# name N H W M KH KW pt pb pl pr ylay(0 NCHW,1 NHWC) a1..a7 (plan attrs) "
+             f"-- plans of jax_fastconv.plan_single_channel for {hw.name}"]
+
+    def emit(name, N, H, W, M, KH, KW, pt, pb, pl, pr, lay):
+        spec = spec_from_logical(N, 1, H, W, M, KH, KW, padding=((pt, pb), (pl, pr)),
+                                 layout="NHWC" if lay else "NCHW")
+        plan = plan_for(spec, hw)
+        if plan.method != "single_channel":
+            return
+        a = plan.kernel_attrs
+        lines.append(" ".join(str(v) for v in (name, N, H, W, M, KH, KW, pt, pb, pl, pr, lay)
+                              + tuple(a[1:])))
+
+    for N in (1, 32):
+        for lay in (1, 0):
+            for H, M in PAPER_SINGLE:
+                for K in (1, 3, 5):
+                    emit(f"paper_{'NHWC' if lay else 'NCHW'}_N{N}_{H}_M{M}_K{K}", N, H, H, M,
+                         K, K, 0, 0, 0, 0, lay)
+    for i in range(n_random):
+        KH, KW = rng.choice([(1, 1), (3, 3), (5, 5), (7, 7), (1, 7), (7, 1), (5, 3), (2, 2),
+                             (4, 6), (rng.randint(1, 9), rng.randint(1, 9))])
+        kind = rng.randrange(10)
+        if kind < 6:
+            H, W = rng.randint(1, 80), rng.randint(1, 80)
+        elif kind < 8:
+            H, W = rng.randint(30, 300), rng.randint(30, 300)
+        elif kind == 8:
+            H, W = rng.randint(1, 12), rng.randint(1200, 4000)
+        else:
+            H, W = rng.randint(200, 700), rng.randint(1, 9)
+        M = rng.randint(65, 300) if rng.randrange(4) == 0 else rng.randint(1, 64)
+        N = rng.choice([1, 2, 3, 4, 7, 16, 32, 64])
+        if N * H * W * M > 4_000_000:
+            N = 1
+        pads = [rng.randint(-1, 4) if rng.randrange(3) else 0 for _ in range(4)]
+        pt, pb, pl, pr = pads
+        if H + pt + pb - KH + 1 < 1:
+            pb += KH
+        if W + pl + pr - KW + 1 < 1:
+            pr += KW
+        if H + pt + pb - KH + 1 < 1 or W + pl + pr - KW + 1 < 1:
+            continue
+        emit(f"rand{i}", N, H, W, M, KH, KW, pt, pb, pl, pr, rng.randrange(2))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {len(lines) - 1} planned cases for {hw.name} to {path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--export", required=True, help="plans file for the CUDA driver")
+    ap.add_argument("--hardware", default="h200")
+    ap.add_argument("--random", type=int, default=140)
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args(argv)
+    return _export(a.export, a.hardware, a.random, a.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

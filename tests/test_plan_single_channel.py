@@ -1,0 +1,206 @@
+"""The single-channel plan (jax_fastconv/plan_single_channel.py): paper section 3.1 on the
+kernel that runs. Pure Python, no GPU."""
+import itertools
+
+import numpy as np
+import pytest
+
+from jax_fastconv import hardware as hwm
+from jax_fastconv import plan_single_channel as ps
+from jax_fastconv.spec import spec_from_logical
+
+GTX = hwm.PRESETS["gtx1080ti"]
+
+
+def sc(N, H, M, K, pad="VALID", W=None, KW=None, layout="NCHW"):
+    return spec_from_logical(N, 1, H, W or H, M, K, KW or K, padding=pad, layout=layout)
+
+
+# ---------------------------------------------------------------- GTX 1080Ti, by hand
+# 1080Ti: N_sm = 28, two blocks per SM -> N_block = 56; N_FMA = 258 x 128 x 2 = 66,048, per
+# block 33,024; S_shared per block = 96 KB / 2 = 49,152 B; input buffer 48 KB = 12,288 floats.
+# A shared line holds SW = roundup4(OW + KW - 1 + 8) floats. D = 4 (K^2 MB + (RB+K-1) SW),
+# Th = K^2 MB RB OW. Prefetch needs 2 D <= S_shared (double buffer).
+# Division 1: MB1 = roundup8(ceil(M / 56)); division 2: RB2 = ceil(N OH / 56) (whole lines).
+GTX_CASES = {
+    # 224^2, M64, K3: OH = OW = 222, SW = 232.
+    # D1: MB1 = r8(2) = 8; Th1 = 9*8*rows*222 = 15984 rows >= 33024 -> rows >= 3 -> P <= 110
+    #     (ceil(222/110) = 3); 2*4*(72 + (rows+2)*232) <= 49152 -> rows <= 24 -> P >= 10
+    #     (ceil(222/10) = 23); D1(10) = 4*(72 + 25*232) = 23488, Th1 = 15984*23 = 367632.
+    # D2: RB2 = ceil(222/56) = 4; Q = 1: MB = 64, D2 = 4*(576 + 6*232) = 7872 (x2 fits),
+    #     Th2 = 9*64*4*222 = 511488; MB = 8 still gives 63936 >= 33024 -> Q <= 64.
+    # Both prefetch; D2 < D1 -> division 2, Q = 1, MB = 64, RB = 4; items 4*56*8 -> 256 thr.
+    "224/64/3": (sc(1, 224, 64, 3), 10, 110, 1, 64, 23488, 367632, 7872, 511488,
+                 (1, 2, 1, 1, 64, 4, 1, 256)),
+    # 28^2, M512, K3: OH = OW = 26, SW = 36.
+    # D1: MB1 = r8(ceil(512/56) = 10) = 16; Th1 = 9*16*26*rows = 3744 rows >= 33024 ->
+    #     rows >= 9 -> P <= 3; P = 1 fits (2*4*(144 + 28*36) = 9216): D1 = 4608, Th1 = 97344.
+    # D2: RB2 = 1; MB <= 128 -> Q >= 4: D2 = 4*(9*128 + 3*36) = 5040, Th2 = 9*128*26 = 29952
+    #     < 33024 for every Q (Q_upper none) -> division 2 only by volume.
+    # Division 1 prefetches -> division 1, P = 1, MB = 16, RB = 26 (items 26*7*2 -> 256 thr).
+    "28/512/3": (sc(1, 28, 512, 3), 1, 3, 4, None, 4608, 97344, 5040, 29952,
+                 (1, 1, 1, 1, 16, 26, 1, 256)),
+    # 1024^2, M32, K1: OH = OW = 1024, SW = 1032.
+    # D1: MB1 = 8; Th1 = 8*1024*rows = 8192 rows >= 33024 -> rows >= 5 -> P <= 255;
+    #     2*4*(8 + rows*1032) <= 49152 -> rows <= 5 -> P >= 205 (ceil(1024/205) = 5):
+    #     D1 = 4*(8 + 5*1032) = 20672, Th1 = 40960.
+    # D2: RB2 = ceil(1024/56) = 19 -> 11 (whole lines: 11*1032 <= 12288); D2 = 4*(32 +
+    #     11*1032) = 45536: two do not fit -> Q_lower none (volume), Th2 = 32*11*1024 = 360448,
+    #     Q_upper = 32 (MB = 8 still >= N_FMA).
+    # Only division 1 prefetches -> division 1, P = 205, MB = 8, RB = 5.
+    "1024/32/1": (sc(1, 1024, 32, 1), 205, 255, None, 32, 20672, 40960, 45536, 360448,
+                  (1, 1, 205, 1, 8, 5, 1, 256)),
+    # 512^2, M32, K5: OH = OW = 508, SW = 520.
+    # D1: MB1 = 8; Th1 = 25*8*508*rows = 101600 rows -> any P <= 508 reaches N_FMA;
+    #     2*4*(200 + (rows+4)*520) <= 49152 -> rows <= 7 -> P >= 73: D1 = 4*(200 + 11*520)
+    #     = 23680, Th1 = 711200.
+    # D2: RB2 = ceil(508/56) = 10; D2 = 4*(800 + 14*520) = 32320 (x2 > 49152, and at MB = 8
+    #     too) -> volume, Th2 = 25*32*10*508 = 4064000; Q_upper = 32.
+    # Division 1 (prefetch): P = 73, RB = 7.
+    "512/32/5": (sc(1, 512, 32, 5), 73, 508, None, 32, 23680, 711200, 32320, 4064000,
+                 (1, 1, 73, 1, 8, 7, 1, 256)),
+    # 56^2, M256, K5: OH = OW = 52, SW = 64.
+    # D1: MB1 = r8(5) = 8; Th1 = 25*8*52*rows = 10400 rows >= 33024 -> rows >= 4 -> P <= 17;
+    #     P = 1 fits: D1 = 4*(200 + 56*64) = 15136, Th1 = 540800.
+    # D2: RB2 = 1; MB <= 128 -> Q >= 2: D2 = 4*(25*128 + 5*64) = 14080, Th2 = 25*128*52 =
+    #     166400; Th2 >= 33024 needs MB >= 32, i.e. ceil(256/Q) >= 25 -> Q <= 10.
+    # Both prefetch; D2 < D1 -> division 2, Q = 2, MB = 128, RB = 1 (items 13*16 -> 224 thr).
+    "56/256/5": (sc(1, 56, 256, 5), 1, 17, 2, 10, 15136, 540800, 14080, 166400,
+                 (1, 2, 1, 2, 128, 1, 1, 224)),
+    # SAME padding: 224 x 224 out, SW = roundup4(224 + 2 + 8) = 236.
+    # D1 at P = 10 (rows 23): 4*(72 + 25*236) = 23888; Th1 = 72*23*224 = 370944; P <= 111.
+    # D2: RB2 = 4: 4*(576 + 6*236) = 7968, Th2 = 9*64*4*224 = 516096.
+    "224/64/3 SAME": (sc(1, 224, 64, 3, "SAME"), 10, 111, 1, 64, 23888, 370944, 7968, 516096,
+                      (1, 2, 1, 1, 64, 4, 1, 256)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GTX_CASES))
+def test_gtx1080ti_hand_computed(case):
+    spec, plo, phi, qlo, qhi, d1, th1, d2, th2, attrs = GTX_CASES[case]
+    plan = ps.plan_for(spec, GTX)
+    none = lambda v: "none" if v is None else v
+    assert plan.method == "single_channel", plan.reason
+    assert plan["N_FMA"] == 66048 and plan["N_FMA_block"] == 33024
+    assert plan["S_shared"] == 49152 and plan["N_block"] == 56
+    assert (plan["P_lower"], plan["P_upper"]) == (none(plo), none(phi))
+    assert (plan["Q_lower"], plan["Q_upper"]) == (none(qlo), none(qhi))
+    assert (plan["D1"], plan["Th1"], plan["D2"], plan["Th2"]) == (d1, th1, d2, th2)
+    assert plan.kernel_attrs == attrs
+    assert plan["rule"] == "paper"                       # no Hopper override on Pascal
+    assert plan["division"] == attrs[1] and plan["P"] == attrs[2] and plan["Q"] == attrs[3]
+    assert plan["mode"] == ("prefetch" if attrs[6] else "volume")
+
+
+def test_batch_counts_in_division_2():
+    # N = 8, 112^2, M128, K3 on the 1080Ti: RB2 = ceil(8*110/56) = 16 rows per block (eq. 7
+    # with W_y -> N OH), D2 = 4*(9*128 + 18*120) = 13248 (SW = roundup4(110+2+8) = 120).
+    plan = ps.plan_for(sc(8, 112, 128, 3), GTX)
+    assert plan["D2"] == 13248 and plan["Th2"] == 9 * 128 * 16 * 110
+    assert plan.kernel_attrs == (1, 2, 1, 1, 128, 16, 1, 256)
+    assert plan["tiles"] == 8 * 7 * 1 * 1
+
+
+# ---------------------------------------------------------------- invariants, every preset
+GRID = ([sc(N, H, M, K, pad) for N in (1, 3, 32, 64) for H in (7, 28, 29, 56, 224, 1024)
+         for M in (1, 13, 32, 512) for K in (1, 3, 5, 7) for pad in ("VALID", "SAME")
+         if H >= K and not (H == 1024 and N > 3)]
+        + [sc(N, H, M, KH, pad, W=W, KW=KW, layout=lay)
+           for N, H, W, M, KH, KW, pad, lay in [
+               (2, 31, 17, 40, 3, 5, "SAME", "NHWC"), (5, 1, 3000, 9, 1, 7, "VALID", "NCHW"),
+               (1, 600, 5, 70, 7, 1, "SAME", "NCHW"), (64, 13, 57, 200, 2, 2, "VALID", "NHWC"),
+               (1, 9, 4000, 3, 7, 7, "SAME", "NHWC"), (7, 3, 3, 1, 3, 3, "SAME", "NCHW"),
+               (1, 1, 1, 1, 1, 1, "VALID", "NCHW"), (16, 100, 1, 33, 5, 1, "SAME", "NHWC")]])
+
+
+def _partition(ranges, extent):
+    assert ranges and all(lo < hi for lo, hi in ranges), ranges
+    assert ranges[0][0] == 0 and ranges[-1][1] == extent
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), ranges
+
+
+@pytest.mark.parametrize("preset", sorted(hwm.PRESETS))
+def test_every_plan_is_a_launch_the_kernel_runs(preset):
+    hw = hwm.PRESETS[preset]
+    reserve = 1024 if hw.compute_capability >= (8, 0) else 0
+    for spec in GRID:
+        plan = ps.plan_for(spec, hw)
+        hash(plan)
+        d = spec.dims
+        if plan.method == "direct":
+            # the kernel's column tile fills a 48 KB input buffer: on Pascal (48 KB per block)
+            # one row piece plus filters cannot fit; the planner says so and falls back
+            assert hw is GTX and "does not fit" in plan.reason, (spec.describe(), plan.reason)
+            continue
+        assert plan.method == "single_channel", (spec.describe(), plan.reason)
+        a = plan.kernel_attrs
+        assert len(a) == 8 and all(type(v) is int for v in a) and a[0] == 1
+        _, division, P, Q, MB, RB, prefetch, T = a
+        # the kernel's supported ranges: the kernel runs this plan exactly
+        assert ps.valid_attrs(spec, a, hw) == [], (spec.describe(), a)
+        assert MB % 8 == 0 and 8 <= MB <= 128 and 1 <= RB <= min(d["OH"], 64)
+        assert T % 32 == 0 and 64 <= T <= 256 and T <= hw.max_threads_per_block
+        assert 2 * T <= hw.max_threads_per_sm                      # two blocks per SM
+        assert (P, Q) == ((-(-d["OH"] // RB), 1) if division == 1 else (1, -(-d["M"] // MB)))
+        # shared memory: what the kernel allocates, two blocks per SM
+        L = ps.launch_of(spec, plan)
+        assert L["shared"] == plan["shared_bytes_per_block"] <= plan["S_shared"]
+        assert plan["S_shared"] <= hw.shared_per_block_optin
+        assert 2 * (plan["S_shared"] + reserve) <= hw.shared_per_sm
+        rows_in = RB + d["KH"] - 1
+        assert rows_in * L["SW"] <= ps.IN_BUDGET                   # the 48 KB input buffer
+        # registers (ptxas) at this block size, two blocks per SM
+        assert plan["regs_per_thread"] == ps.kernel_regs(d["KH"], d["KW"])
+        assert plan["regs_per_thread"] * 256 * 2 <= hw.regs_per_sm
+        assert plan["regs_per_thread"] <= hw.max_regs_per_thread
+        # the division covers the output exactly once: per-axis partitions, tiles = product
+        r = ps.tile_ranges(spec, plan)
+        for axis, extent in (("n", d["N"]), ("m", d["M"]), ("oh", d["OH"]), ("ow", d["OW"])):
+            _partition(r[axis], extent)
+        ntiles = len(r["n"]) * len(r["m"]) * len(r["oh"]) * len(r["ow"])
+        assert ntiles == plan["tiles"] == L["tiles"]
+        assert plan["blocks_used"] == (min(ntiles, 2 * hw.sm_count) if prefetch else ntiles)
+        assert plan["Th"] == d["KH"] * d["KW"] * MB * RB * L["CB"]
+
+
+@pytest.mark.parametrize("preset", sorted(hwm.PRESETS))
+def test_tiles_cover_small_outputs_exactly_once(preset):
+    hw = hwm.PRESETS[preset]
+    for N, H, W, M, KH, KW, pad in [(3, 9, 11, 13, 3, 2, "SAME"), (2, 30, 7, 70, 5, 5, "VALID"),
+                                    (1, 4, 300, 9, 1, 3, "SAME"), (5, 17, 17, 1, 7, 7, "SAME")]:
+        spec = sc(N, H, M, KH, pad, W=W, KW=KW)
+        d = spec.dims
+        plan = ps.plan_for(spec, hw)
+        r = ps.tile_ranges(spec, plan)
+        count = np.zeros((d["N"], d["M"], d["OH"], d["OW"]), np.int32)
+        for (n0, n1), (m0, m1), (h0, h1), (w0, w1) in itertools.product(
+                r["n"], r["m"], r["oh"], r["ow"]):
+            count[n0:n1, m0:m1, h0:h1, w0:w1] += 1
+        assert (count == 1).all()
+
+
+def test_hopper_rule_is_measured_and_says_so():
+    h200 = hwm.PRESETS["h200"]
+    for spec in (sc(32, 1024, 32, 3), sc(1, 28, 512, 3), sc(1, 224, 64, 5)):
+        plan = ps.plan_for(spec, h200)
+        assert plan["rule"] == "measured (Hopper)" and "measured" in plan.reason
+        assert plan["paper_choice"].startswith("division")      # the paper's choice is shown
+        # >= N_sm / 2 tiles before more rows per tile, <= 2048 items per tile, MB <= 32
+        assert plan["tiles"] >= 66 or plan["rows_per_block"] == 1
+        assert plan["filters_per_block"] <= 32 and plan["mode"] == "volume"
+
+
+def test_invalid_attrs_are_named():
+    spec = sc(1, 64, 32, 3)
+    assert "MB" in ps.valid_attrs(spec, (1, 2, 1, 1, 12, 4, 0, 256), GTX)
+    assert "threads" in ps.valid_attrs(spec, (1, 2, 1, 1, 32, 4, 0, 512), GTX)
+    assert "P/Q" in ps.valid_attrs(spec, (1, 1, 1, 1, 32, 4, 0, 256), GTX)
+    assert "RB" in ps.valid_attrs(spec, (1, 2, 1, 1, 32, 65, 0, 256), GTX)
+
+
+def test_export_writes_the_planned_cases(tmp_path):
+    path = tmp_path / "plans.txt"
+    assert ps.main(["--export", str(path), "--hardware", "h200", "--random", "20"]) == 0
+    lines = [l.split() for l in path.read_text().splitlines() if not l.startswith("#")]
+    assert sum(l[0].startswith("paper_") for l in lines) == 72
+    assert all(len(l) == 19 for l in lines)
