@@ -6,7 +6,9 @@
 //   S    : elements of ch per segment (plan[1]); BK below.  One pipeline stage holds, for ONE
 //          filter tap (kh,kw), S consecutive channels c0..c0+S-1 of
 //            * M' filters      -> Bs[S][M'+4]   (the "S bytes of each of M' filters")
-//            * W'x out pixels  -> As[W'x][S+4]  (the input pixels those outputs need at this tap)
+//            * W'x out pixels  -> As[W'x][S+4]  (the input pixels those outputs need at this tap;
+//                                 channel-contiguous input, NHWC) or As[S][W'x+4] (pixel-
+//                                 contiguous input, NCHW: v5, see "Loaders" below)
 //          The reduction runs over (c-segment, kh, kw), tap innermost, so the K*K consecutive
 //          stages of one segment re-read the same input lines (the paper's W'y = K lines of the
 //          map per output line) from L1, and one full segment of every filter (S x K x K) streams
@@ -49,9 +51,13 @@
 // Loaders (chosen at launch, not planned): A 16-byte cp.async (one pixel x 4 channels) when the
 // input is channel-contiguous, C % 4 == 0 and offsets are 16-byte aligned, else 4-byte
 // (channel-fast for x_sc == 1, pixel-fast otherwise); B 16-byte (4 filters) when filter-
-// contiguous (HWIO), M % 4 == 0 and aligned, else 4-byte.  The A tile is pixel-major in shared
-// memory (row pitch BK+4, BK+2 for the 4-byte loaders); the inner loop reads 2 channels of a
-// pixel (LDS.64) per A row and 2 x float4 of B per k.
+// contiguous (HWIO), M % 4 == 0 and aligned, else 4-byte.  The A-tile layout is a template
+// choice by input layout (the kernel's AM parameter): channel-contiguous input gets a pixel-
+// major tile (row pitch BK+4, BK+2 for the 4-byte loader; the inner loop reads 2 channels of a
+// pixel, LDS.64, per A row and 2 x float4 of B per k-pair); pixel-contiguous input (NCHW) gets a
+// channel-major tile (pitch W'x+4) filled by the pixel-fast 4-byte loader (one pixel per thread,
+// its bounds once per stage) and read as float4 runs of 4 pixels per k.  Shared memory is
+// allocated at the pixel-major size for both, so the planner's residency is layout-free.
 // Any layout: element strides of every logical axis are honoured; the A-tile loader picks the
 // coalesced mapping at launch (channel-fast when x_sc == 1, i.e. NHWC; pixel-fast otherwise,
 // e.g. NCHW); the filter loader likewise (HWIO: filter-fast; OIHW: channel-fast).  Padding
@@ -132,18 +138,27 @@ struct Cfg {
   static_assert(TN == 4 || TN == 8, "TN");
 };
 
-// AM: A (input) loader: 0 pixel-fast 4-byte (NCHW-like), 1 channel-fast 4-byte (x_sc == 1),
-//     2 channel-fast 16-byte (x_sc == 1, C % 4 == 0, 16-byte aligned pixel offsets).
+// AM: A (input) loader and A-tile layout, by input layout:
+//     0 pixel-contiguous input (|x_sw| < |x_sc|, NCHW): channel-major A tile As[BK][BM+4]
+//       (v3's layout), pixel-fast 4-byte loader (a warp copies 32 consecutive pixels of one
+//       channel: coalesced, conflict-free stores), inner loop TM/4 LDS.128 of A per k;
+//     1 channel-contiguous 4-byte (x_sc == 1, C % 4 != 0 or unaligned): pixel-major A tile;
+//     2 channel-contiguous 16-byte (x_sc == 1, C % 4 == 0, 16-byte aligned pixel offsets):
+//       pixel-major A tile As[BM][BK+4], inner loop TM LDS.64 of A per k-pair (v4).
 // BV: B (filter) loader 16-byte, filter-fast (w_so == 1, M % 4 == 0, aligned); else 4-byte.
 template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV>
 __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, BN, BK, TM, TN, STAGES>::MINB)
     mc_kernel(const KArgs a) {
   using G = Cfg<BM, BN, BK, TM, TN, STAGES>;
   constexpr int NT = G::NT, LDB = G::LDB, LDC = G::LDC, TY = G::TY;
-  // A row pitch: BK+4 (16-byte rows) for the 16-byte loader; BK+2 for the 4-byte loaders, so
-  // that the pixel-fast loader's 32 stores of one warp (pitch 18 / 10 words) hit 2-way at most
-  // instead of 4-way; the A stage is allocated at BK+4 either way.
+  // KM: channel-major A tile (pixel-contiguous input).  A row pitch: pixel-major BK+4 (16-byte
+  // rows) for the 16-byte loader, BK+2 for the channel-fast 4-byte loader; channel-major BM+4.
+  // The A stage is allocated at BM x (BK+4) floats in every case (the largest of the three:
+  // BM > BK), so shared memory per block, hence the planner's residency, is layout-independent.
+  constexpr bool KM = AM == 0;
   constexpr int LDAK = AM == 2 ? G::LDAK : BK + 2;
+  constexpr int LDAM = BM + 4;
+  static_assert(!KM || BK * LDAM <= G::A_STAGE, "channel-major A stage fits the allocation");
   constexpr int EA = G::EA, EB = G::EB, KV = G::KV, EAV = G::EAV, EBV = G::EBV;
   extern __shared__ __align__(16) float smem[];
   float* As = smem;
@@ -224,12 +239,27 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
           cp_async16(as + m * LDAK + k, src, v);
         }
       }
+    } else if (KM) {
+      // pixel-fast: this thread's one pixel (tid % BM), channels tid / BM + j * (NT / BM);
+      // the pixel's bounds test and offset once per stage, a channel stride per element
+      const int m = tid % BM, k0 = tid / BM;
+      const int2 ap = apix[m];
+      const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+      const bool vp = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W;
+      const int base = ap.x + tapoff + (l_c + k0) * a.x_sc;
+#pragma unroll
+      for (int j = 0; j < EA; ++j) {
+        const int k = k0 + j * (NT / BM);
+        const bool v = vp && l_c + k < a.C;
+        const float* src = v ? a.x + (base + j * (NT / BM) * a.x_sc) : a.x;
+        cp_async4(as + k * LDAM + m, src, v);
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < EA; ++j) {
         const int idx = tid + j * NT;
-        const int m = AM == 1 ? idx / BK : idx % BM;
-        const int k = AM == 1 ? idx % BK : idx / BM;
+        const int m = idx / BK;
+        const int k = idx % BK;
         const int c = l_c + k;
         const int2 ap = apix[m];
         const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
@@ -273,7 +303,8 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   };
 
   // thread position: warps tile the block, each warp is 4 (pixel rows) x 8 (filter cols);
-  // a thread owns pixel rows ty + i*TY (i < TM) and filter columns tx*4+j, BN/2+tx*4+j.
+  // a thread owns filter columns tx*4+j, BN/2+tx*4+j and pixel rows prow(i), i < TM:
+  // pixel-major A: ty + i*TY; channel-major A: ty*4 + i, BM/2 + ty*4 + (i-4) (float4 reads).
   const int warp = tid >> 5, lane = tid & 31;
   constexpr int WX = G::TX / 8;
   const int ty = (warp / WX) * 4 + (lane >> 3);
@@ -299,6 +330,30 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     cp_async_commit();
     wbuf = (wbuf + 1 == STAGES) ? 0 : wbuf + 1;
 
+    if constexpr (KM) {
+      const float* as = As + rbuf * G::A_STAGE + ty * 4;
+      const float* bs = Bs + rbuf * G::B_STAGE + tx * 4;
+#pragma unroll
+      for (int k = 0; k < BK; ++k) {
+        float ra[TM], rb[TN];
+#pragma unroll
+        for (int h = 0; h < TM / 4; ++h) {
+          float4 v = *reinterpret_cast<const float4*>(as + k * LDAM + h * (BM / 2));
+          ra[h * 4 + 0] = v.x; ra[h * 4 + 1] = v.y; ra[h * 4 + 2] = v.z; ra[h * 4 + 3] = v.w;
+        }
+#pragma unroll
+        for (int h = 0; h < TN / 4; ++h) {
+          float4 v = *reinterpret_cast<const float4*>(bs + k * LDB + h * (BN / 2));
+          rb[h * 4 + 0] = v.x; rb[h * 4 + 1] = v.y; rb[h * 4 + 2] = v.z; rb[h * 4 + 3] = v.w;
+        }
+#pragma unroll
+        for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+          for (int jj = 0; jj < TN; ++jj) acc[ii][jj] = fmaf(ra[ii], rb[jj], acc[ii][jj]);
+      }
+      rbuf = (rbuf + 1 == STAGES) ? 0 : rbuf + 1;
+      continue;
+    }
     const float* as = As + rbuf * G::A_STAGE + ty * LDAK;
     const float* bs = Bs + rbuf * G::B_STAGE + tx * 4;
 #pragma unroll
@@ -333,7 +388,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   float* Cs = smem;
 #pragma unroll
   for (int ii = 0; ii < TM; ++ii) {
-    const int row = ty + ii * TY;
+    const int row = KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
       const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
@@ -395,6 +450,7 @@ struct Inst {
   static KernelFn fn(int am, bool bv) {
     if (am == 2)
       return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
+    // am 0: channel-major A tile (pixel-contiguous input); am 1: pixel-major, 4-byte
     return am == 1 ? mc_kernel<BM, BN, BK, TM, TN, ST, 1, false> : mc_kernel<BM, BN, BK, TM, TN, ST, 0, false>;
   }
 };

@@ -1,11 +1,14 @@
 // Standalone test + timing driver for cuda/multi_channel.cu (launch_multi_channel).
 // Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o /tmp/drv \
 //          tests/cuda/multi_channel_driver.cu cuda/multi_channel.cu
-// Usage: drv [--small] [--no-time] [--random N] [--seed S] [--plans FILE]
+// Usage: drv [--small] [--no-time] [--random N] [--seed S] [--plans FILE] [--no-ab]
+//            [--variants nhwc|nchw|both|none]
 //   --plans : lines "N C HW M K nhwc plan0..plan7" (the Python planner's plans for the H200
 //             preset, written by benchmarks/notes' recipe); benchmark cases use them, others
 //             (and cases not listed) the kernel's automatic configuration.
 //   --small : three small representative cases only (for compute-sanitizer), no timing.
+//   --no-ab : skip the NHWC A/B of the 4-byte loaders; --variants: layouts of the tiling
+//             variants (default nhwc).
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -320,12 +323,19 @@ static void apply_plan(Case& c) {
 }
 
 int main(int argc, char** argv) {
-  bool small = false, do_time = true;
+  bool small = false, do_time = true, do_ab = true;
+  int var_layouts = 1;  // bit 0: NHWC, bit 1: NCHW
   int nrandom = 240;
   uint64_t seed = 20261121;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--small")) small = true;
     else if (!strcmp(argv[i], "--no-time")) do_time = false;
+    else if (!strcmp(argv[i], "--no-ab")) do_ab = false;
+    else if (!strcmp(argv[i], "--variants") && i + 1 < argc) {
+      ++i;
+      var_layouts = !strcmp(argv[i], "nchw") ? 2 : !strcmp(argv[i], "both") ? 3
+                  : !strcmp(argv[i], "none") ? 0 : 1;
+    }
     else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrandom = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], nullptr, 10);
     else if (!strcmp(argv[i], "--plans") && i + 1 < argc) {
@@ -428,10 +438,10 @@ int main(int argc, char** argv) {
            100 * tf / ceil_tf, bytes / (t.us * 1e-6) / 1e9);
   }
   // A/B: the same plans with the 16-byte loaders off (4-byte cp.async everywhere)
-  printf("A/B 4-byte loaders (NHWC, same plan):\n");
+  if (do_ab) printf("A/B 4-byte loaders (NHWC, same plan):\n");
   fastconv::multi_channel_set_vector(0);
   for (auto& cs : bench) {
-    if (!cs.x_nhwc) continue;
+    if (!cs.x_nhwc || !do_ab) continue;
     TimeResult t = time_case(cs, rng);
     char buf[64];
     ConvParams p = make_params(cs);
@@ -440,7 +450,7 @@ int main(int argc, char** argv) {
   }
   fastconv::multi_channel_set_vector(1);
   // tiling variants on a few cases (plan = {2, S, M', W'x, W'y, c_split, threads, 0})
-  printf("variants (NHWC):\n");
+  printf("variants:\n");
   const int vc[9][4] = {{32, 14, 256, 3}, {32, 28, 128, 3}, {32, 7, 512, 3}, {1, 56, 128, 3},
                         {1, 112, 64, 3}, {1, 224, 64, 3}, {1, 512, 64, 3}, {32, 56, 64, 3},
                         {1, 7, 512, 5}};
@@ -448,17 +458,19 @@ int main(int argc, char** argv) {
                             {2, 16, 64, 128, 0, 1, 0, 0}, {2, 8, 128, 128, 0, 1, 0, 0},
                             {2, 16, 64, 64, 0, 1, 0, 0},  {2, 16, 64, 64, 0, 3, 0, 0},
                             {2, 16, 64, 64, 0, 5, 0, 0},  {2, 16, 64, 32, 0, 3, 0, 0}};
+  for (int lay = 0; lay < 2; ++lay)
   for (auto& v : vc)
     for (auto& pl : vp) {
-      Case cs = layer(v[0], v[2], v[1], v[2], v[3], true, pl);
+      if (!(var_layouts >> lay & 1)) continue;
+      Case cs = layer(v[0], v[2], v[1], v[2], v[3], lay == 0, pl);
       TimeResult t = time_case(cs, rng);
       ConvParams p = make_params(cs);
       double flop = 2.0 * p.N * p.M * p.OH * p.OW * p.C * p.KH * p.KW;
       double tf = flop / (t.us * 1e-6) / 1e12;
       char buf[64];
       fastconv::multi_channel_describe(p, buf, sizeof buf);
-      printf("  N%-3d %-4d C%-4d K%d  %-16s %9.2f us %6.2f TF %5.1f%%\n", cs.N, cs.H, cs.C, cs.KH,
-             buf, t.us, tf, 100 * tf / ceil_tf);
+      printf("  %s N%-3d %-4d C%-4d K%d  %-16s %9.2f us %6.2f TF %5.1f%%\n",
+             cs.x_nhwc ? "NHWC" : "NCHW", cs.N, cs.H, cs.C, cs.KH, buf, t.us, tf, 100 * tf / ceil_tf);
     }
   printf("TOTAL: %d failures\n", fails);
   return fails ? 1 : 0;
