@@ -728,8 +728,8 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--set", dest="sets", action="append", metavar="NAME",
-                   help="layer set from benchmarks/layers.json (repeatable; 'all' = the "
+    p.add_argument("--set", dest="sets", action="extend", nargs="+", metavar="NAME",
+                   help="layer set from benchmarks/layers.json (one or more, repeatable; 'all' = the "
                         "default sets: paper-single, paper-multi, resnet50, vgg16)")
     p.add_argument("--shape", action="append", metavar="N,C,H,W,M,KH,KW[,stride[,padding]]",
                    help="a case of your own (repeatable), e.g. 8,64,56,56,64,3,3,1,SAME; "
