@@ -562,7 +562,11 @@ def measure_overheads(impls: dict, explain: Callable | None, *, calls: int = 100
 
 
 def _git_commit() -> tuple[str | None, bool | None]:
-    root = Path(__file__).resolve().parent.parent
+    """The source commit: $JAX_FASTCONV_GIT_COMMIT (set where the tree has no .git, e.g. a
+    copied working tree), else `git` in the current directory."""
+    if os.environ.get("JAX_FASTCONV_GIT_COMMIT"):
+        return os.environ["JAX_FASTCONV_GIT_COMMIT"], None
+    root = Path.cwd()
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5).stdout.strip() or None
