@@ -18,8 +18,10 @@ Method (design.md, "Measuring"):
 * The same process, harness and inputs time fastconv and the lax peers. torch (optional, when
   importable with CUDA) gets the same inputs through DLPack: cuDNN benchmark mode, TF32 off,
   R back-to-back calls between two CUDA events, / R, median of the rounds.
-* Ceilings measured in the same run: device copy bandwidth (``x + 1`` over several distinct
-  large arrays, bytes read + written) and the f32 GEMM rate at HIGHEST (n^3 ``jnp.dot``).
+* Ceilings measured in the same run: device copy bandwidth (bytes read + written: the faster
+  of XLA's ``x + 1`` over 2 GiB and, on a GPU, the extension's cudaMemcpy D2D timed with CUDA
+  events; XLA's elementwise copy reaches only 2-3 of 4.2 TB/s on an H200) and the f32 GEMM
+  rate at HIGHEST (n^3 ``jnp.dot``).
   Roofline floor = max(FLOP / GEMM rate, min_bytes / copy bandwidth); % of roofline =
   floor / measured time.
 """

@@ -103,17 +103,22 @@ def _swap01(spec_tuple):
     return (spec_tuple[1], spec_tuple[0]) + tuple(spec_tuple[2:])
 
 
+def _spatial_sizes(spec: ConvSpec):
+    """Per spatial dimension: (input, window, output, stride, (pad_lo, pad_hi))."""
+    return zip([spec.lhs_shape[d] for d in spec.lhs_spec[2:]],
+               [spec.rhs_shape[d] for d in spec.rhs_spec[2:]],
+               [spec.out_shape[d] for d in spec.out_spec[2:]],
+               spec.window_strides, spec.padding)
+
+
 def _transpose_lhs(g, lhs, rhs, *, spec: ConvSpec, plan, precision):
     """lax's rule: conv of the cotangent with the flipped, I/O-swapped kernel."""
     from .api import conv_general_dilated
     del plan
     if type(g) is ad.Zero:
         return ad.Zero(lhs.aval)
-    in_sp = [spec.lhs_shape[d] for d in spec.lhs_spec[2:]]
-    win_sp = [spec.rhs_shape[d] for d in spec.rhs_spec[2:]]
-    out_sp = [spec.out_shape[d] for d in spec.out_spec[2:]]
     pads = []
-    for n_in, k, n_out, s, (lo, _) in zip(in_sp, win_sp, out_sp, spec.window_strides, spec.padding):
+    for n_in, k, n_out, s, (lo, _) in _spatial_sizes(spec):
         before = k - 1 - lo
         after = n_in + k - 1 - ((n_out - 1) * s + 1) - before
         pads.append((before, after))
@@ -130,11 +135,8 @@ def _transpose_rhs(g, lhs, rhs, *, spec: ConvSpec, plan, precision):
     del plan
     if type(g) is ad.Zero:
         return ad.Zero(rhs.aval)
-    in_sp = [spec.lhs_shape[d] for d in spec.lhs_spec[2:]]
-    win_sp = [spec.rhs_shape[d] for d in spec.rhs_spec[2:]]
-    out_sp = [spec.out_shape[d] for d in spec.out_spec[2:]]
     pads = []
-    for n_in, k, n_out, s, (lo, _) in zip(in_sp, win_sp, out_sp, spec.window_strides, spec.padding):
+    for n_in, k, n_out, s, (lo, _) in _spatial_sizes(spec):
         hi = ((n_out - 1) * s + 1) - n_in + (k - lo - 1)
         pads.append((lo, hi))
     dn = lax.ConvDimensionNumbers(_swap01(spec.lhs_spec), _swap01(spec.out_spec),

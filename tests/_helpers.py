@@ -258,3 +258,10 @@ EDGE_CONFIGS = [
     ConvConfig(1, 1, 5, 9, 9, 3, 3, (1, 1), "SAME", "NCHW", 916),             # C == 1
     ConvConfig(1, 1, 5, 9, 9, 3, 3, (1, 1), "SAME", "NHWC", 917),
 ]
+
+
+def assert_partition(ranges, extent):
+    """(lo, hi) ranges that cover [0, extent) exactly once, in order, none empty."""
+    assert ranges and all(lo < hi for lo, hi in ranges), ranges
+    assert ranges[0][0] == 0 and ranges[-1][1] == extent
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), ranges

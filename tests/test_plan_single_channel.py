@@ -5,6 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
+from _helpers import assert_partition
+
 from jax_fastconv import hardware as hwm
 from jax_fastconv import plan_single_channel as ps
 from jax_fastconv.spec import spec_from_logical
@@ -113,12 +115,6 @@ GRID = ([sc(N, H, M, K, pad) for N in (1, 3, 32, 64) for H in (7, 28, 29, 56, 22
                (1, 1, 1, 1, 1, 1, "VALID", "NCHW"), (16, 100, 1, 33, 5, 1, "SAME", "NHWC")]])
 
 
-def _partition(ranges, extent):
-    assert ranges and all(lo < hi for lo, hi in ranges), ranges
-    assert ranges[0][0] == 0 and ranges[-1][1] == extent
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), ranges
-
-
 @pytest.mark.parametrize("preset", sorted(hwm.PRESETS))
 def test_every_plan_is_a_launch_the_kernel_runs(preset):
     hw = hwm.PRESETS[preset]
@@ -156,7 +152,7 @@ def test_every_plan_is_a_launch_the_kernel_runs(preset):
         # the division covers the output exactly once: per-axis partitions, tiles = product
         r = ps.tile_ranges(spec, plan)
         for axis, extent in (("n", d["N"]), ("m", d["M"]), ("oh", d["OH"]), ("ow", d["OW"])):
-            _partition(r[axis], extent)
+            assert_partition(r[axis], extent)
         ntiles = len(r["n"]) * len(r["m"]) * len(r["oh"]) * len(r["ow"])
         assert ntiles == plan["tiles"] == L["tiles"]
         assert plan["blocks_used"] == (min(ntiles, 2 * hw.sm_count) if prefetch else ntiles)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_partition
+
 from jax_fastconv import hardware as hwm, planner as pl
 from jax_fastconv import plan_single_channel as psc
 from jax_fastconv.spec import spec_from_logical
@@ -207,12 +209,6 @@ GRID = ([sc(H, M, K, pad) for H in (7, 28, 56, 224, 1024) for M in (1, 32, 512)
            if H >= K])
 
 
-def _partition_ok(ranges, extent):
-    assert ranges and all(lo < hi for lo, hi in ranges), ranges
-    assert ranges[0][0] == 0 and ranges[-1][1] == extent
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), ranges
-
-
 @pytest.mark.parametrize("preset", sorted(hwm.PRESETS))
 def test_every_plan_respects_limits_and_covers_output_once(preset):
     hw = hwm.PRESETS[preset]
@@ -228,7 +224,7 @@ def test_every_plan_respects_limits_and_covers_output_once(preset):
         ranges = pl.division_ranges(spec, plan)
         for axis, extent in (("n", d["N"]), ("m", d["M"]), ("oh", d["OH"]), ("ow", d["OW"]),
                              ("c", d["C"])):
-            _partition_ok(ranges[axis], extent)
+            assert_partition(ranges[axis], extent)
         if plan.method == "direct":
             assert plan.reason
             continue
