@@ -21,6 +21,7 @@ if _ffi.cuda_module is None:
                 allow_module_level=True)
 
 from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402
+from jax_fastconv.planner import MC_MIN_CHANNELS  # noqa: E402
 from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close, assert_trees_close,  # noqa: E402
                       count_custom_calls, jit_checked, lowered_text, random_configs, randn,
                       ref_conv)
@@ -45,14 +46,14 @@ def _check(cfg, *, forced=False):
     ex = cfg.explain()
     x, w = cfg.arrays()
     ref = ref_conv(x, w, **cfg.kwargs())
-    if cfg.strides == (1, 1) or forced:
-        # stride 1: a paper kernel; forced: the direct kernel at worst. Never lax.
+    paper = cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS
+    if paper or forced:
+        # stride 1 (C == 1 or C >= 8): a paper kernel; forced: the direct kernel at worst.
         assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
     else:
         assert ex.path in ("fastconv-cuda", "lax"), ex.path
     if ex.path == "fastconv-cuda":
-        expected = ("single_channel" if cfg.c == 1 else "multi_channel") \
-            if cfg.strides == (1, 1) else "direct"
+        expected = ("single_channel" if cfg.c == 1 else "multi_channel") if paper else "direct"
         assert ex.plan.method == expected, f"{cfg.id}: method {ex.plan.method}"
         out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
     else:
@@ -111,7 +112,7 @@ PAPER = [
     ("multi_channel", ConvConfig(1, 64, 64, 32, 32, 3, 3, (1, 1), "SAME", "NCHW", 6101)),
     ("multi_channel", ConvConfig(2, 32, 64, 28, 28, 3, 3, (1, 1), "SAME", "NHWC", 6102)),
     ("multi_channel", ConvConfig(1, 64, 64, 7, 7, 3, 3, (1, 1), "SAME", "NCHW", 6103)),
-    ("multi_channel", ConvConfig(3, 3, 17, 31, 45, 5, 5, (1, 1), ((2, 0), (-1, 3)), "NHWC", 6104)),
+    ("multi_channel", ConvConfig(3, 9, 17, 31, 45, 5, 5, (1, 1), ((2, 0), (-1, 3)), "NHWC", 6104)),
     ("multi_channel", ConvConfig(1, 48, 40, 14, 14, 1, 1, (1, 1), "VALID", "NCHW", 6105)),
 ]
 
@@ -187,3 +188,9 @@ def test_explain_plans_for_the_device():
     ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (2, 2), "SAME")
     assert ex.plan.method == "direct"
     assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
+
+
+def test_few_channels_run_lax_and_say_why():
+    """C < 8 at stride 1: the plan falls back (planner.MC_MIN_CHANNELS) and lax runs."""
+    ex = fc.explain((1, 3, 64, 64), (16, 3, 3, 3), (1, 1), "SAME")
+    assert ex.path == "lax" and "C = 3 < 8" in ex.reason

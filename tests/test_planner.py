@@ -404,3 +404,12 @@ def test_resolve_hardware_overrides(cache_env, monkeypatch, tmp_path):
     monkeypatch.setattr(hwm, "_extension", lambda: _FakeExt())
     hwm.clear_caches()
     assert hwm.resolve_hardware({"latency_cycles": 500}).sm_count == 132
+
+
+@pytest.mark.parametrize("C", [2, 3, 7])
+def test_few_channels_are_not_the_multi_channel_kernel(C):
+    """Fewer channels than one 32-byte segment: the plan says why and the GPU path runs lax."""
+    plan = pl.make_plan(spec_from_logical(1, C, 224, 224, 64, 3, 3), hwm.PRESETS["h200"])
+    assert plan.method == "direct" and f"C = {C} < 8" in plan.reason
+    assert pl.make_plan(spec_from_logical(1, 8, 224, 224, 64, 3, 3),
+                        hwm.PRESETS["h200"]).method == "multi_channel"
