@@ -14,6 +14,7 @@ namespace nb = nanobind;
 
 namespace fastconv {
 extern "C" XLA_FFI_Error* ConvCuda(XLA_FFI_CallFrame*);
+extern "C" XLA_FFI_Error* ConvCudaGraph(XLA_FFI_CallFrame*);
 
 namespace {
 
@@ -61,6 +62,8 @@ NB_MODULE(_fastconv_cuda, m) {
   m.def("registrations", []() {
     nb::dict d;
     d["fastconv_conv2d_cuda"] = nb::capsule(reinterpret_cast<void*>(fastconv::ConvCuda));
+    d["fastconv_conv2d_cuda_graph"] =
+        nb::capsule(reinterpret_cast<void*>(fastconv::ConvCudaGraph));
     return d;
   });
   m.def("device_count", []() {

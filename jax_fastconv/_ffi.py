@@ -5,6 +5,9 @@ import jax
 
 CPU_TARGET = "fastconv_conv2d_cpu"
 CUDA_TARGET = "fastconv_conv2d_cuda"
+# The same handler marked command-buffer compatible (XLA may capture it into CUDA graphs).
+CUDA_GRAPH_TARGET = "fastconv_conv2d_cuda_graph"
+CUDA_GRAPHS_ENV = "JAX_FASTCONV_CUDA_GRAPHS"
 
 try:
     from . import _fastconv_cpu as cpu_module

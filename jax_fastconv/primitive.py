@@ -4,6 +4,8 @@ batching (vmap folded into the kernel's batch or filter axis) and differentiatio
 primitive again wherever the fast path covers them)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import jax
 from jax import lax
@@ -46,14 +48,23 @@ def ffi_attributes(spec: ConvSpec, plan) -> dict:
     )
 
 
-def _lowering(ctx, lhs, rhs, *, spec, plan, precision, target):
+def _target(platform: str) -> str:
+    if platform == "cpu":
+        return _ffi.CPU_TARGET
+    # Opt-in: the command-buffer compatible registration (slower per call on jax 0.11.2).
+    graphs = os.environ.get(_ffi.CUDA_GRAPHS_ENV, "") in ("1", "true")
+    return _ffi.CUDA_GRAPH_TARGET if graphs else _ffi.CUDA_TARGET
+
+
+def _lowering(ctx, lhs, rhs, *, spec, plan, precision, platform):
     del precision
-    return jax.ffi.ffi_lowering(target)(ctx, lhs, rhs, **ffi_attributes(spec, plan))
+    return jax.ffi.ffi_lowering(_target(platform))(ctx, lhs, rhs, **ffi_attributes(spec, plan))
 
 
-for _platform, _target in (("cpu", _ffi.CPU_TARGET), ("cuda", _ffi.CUDA_TARGET)):
-    mlir.register_lowering(conv_p, lambda ctx, *a, _t=_target, **kw: _lowering(ctx, *a, target=_t, **kw),
-                           platform=_platform)
+for _platform in ("cpu", "cuda"):
+    mlir.register_lowering(
+        conv_p, lambda ctx, *a, _p=_platform, **kw: _lowering(ctx, *a, platform=_p, **kw),
+        platform=_platform)
 
 
 # -- batching -------------------------------------------------------------------------------

@@ -159,3 +159,15 @@ def test_jaxpr_shows_the_primitive():
     jaxpr = jax.make_jaxpr(_fn(cfg))(x, w)
     names = [eqn.primitive.name for eqn in jaxpr.jaxpr.eqns]
     assert names == ["fastconv_conv2d"], names
+
+
+@pytest.mark.parametrize("graphs,target", [("", "fastconv_conv2d_cuda"),
+                                           ("1", "fastconv_conv2d_cuda_graph")])
+def test_cuda_graph_registration_is_opt_in(monkeypatch, graphs, target):
+    """The command-buffer compatible registration is used only with JAX_FASTCONV_CUDA_GRAPHS=1."""
+    monkeypatch.setenv("JAX_FASTCONV_CUDA_GRAPHS", graphs)
+    x = jnp.ones((1, 2, 8, 8), jnp.float32)
+    w = jnp.ones((3, 2, 3, 3), jnp.float32)
+    f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "SAME")
+    text = jax.jit(f).trace(x, w).lower(lowering_platforms=("cuda",)).as_text()
+    assert re.findall(r"custom_call @(\w+)", text) == [target]
