@@ -186,8 +186,8 @@ def case_label(c: dict) -> str:
     s = c["stride"]
     st = "" if list(s) == [1, 1] else f"/s{s[0]}" if s[0] == s[1] else f"/s{s[0]}x{s[1]}"
     k = f"{c['KH']}" if c["KH"] == c["KW"] else f"{c['KH']}x{c['KW']}"
-    hw = f"{c['H']}" if c["H"] == c["W"] else f"{c['H']}x{c['W']}"
-    return f"N{c['N']} C{c['C']} {hw}^2 M{c['M']} K{k}{st} {c['padding'][0]} {c['layout']}"
+    hw = f"{c['H']}^2" if c["H"] == c["W"] else f"{c['H']}x{c['W']}"
+    return f"N{c['N']} C{c['C']} {hw} M{c['M']} K{k}{st} {c['padding'][0]} {c['layout']}"
 
 
 def format_table(result: dict) -> str:
@@ -236,11 +236,14 @@ def format_summary(result: dict) -> str:
     summ = result.get("summary") or summarize(result["cases"])
     head = ["set/batch", "timed", "wrong", "skip", "geo xlaxH", "geo xlaxD(TF32)", "geo xtorch",
             "geo %roof"]
+    items = list(summ["by_set"].items()) + list(summ["by_set_batch"].items())
+    kw = max([len(head[0])] + [len(k) for k, _ in items])
+    head[0] = head[0].ljust(kw)
     lines = ["Geometric means over correct, timed cases (x > 1: fastconv faster):",
              "  ".join(head)]
-    for key, b in list(summ["by_set"].items()) + list(summ["by_set_batch"].items()):
+    for key, b in items:
         lines.append("  ".join([
-            key.ljust(len(head[0])), str(b["timed"]).rjust(5), str(b["wrong"]).rjust(5),
+            key.ljust(kw), str(b["timed"]).rjust(5), str(b["wrong"]).rjust(5),
             str(b["skipped"]).rjust(4),
             _f(b["geomean_speedup_vs_lax_highest"], "{:.2f}").rjust(len(head[4])),
             _f(b["geomean_speedup_vs_lax_default"], "{:.2f}").rjust(len(head[5])),
@@ -302,7 +305,8 @@ def plot_result(result: dict, path: str) -> str | None:
             ax2.plot([i], [0.5], marker="x", color="red", ms=9, mew=2)
             continue
         if c["speedup_vs_lax_highest"]:
-            ax1.bar(i, c["speedup_vs_lax_highest"], color=col, width=0.8)
+            sp = c["speedup_vs_lax_highest"]  # bars grow from 1 (up: faster, down: slower)
+            ax1.bar(i, sp - 1.0, bottom=1.0, color=col, width=0.8)
         if c["speedup_vs_lax_default"]:
             ax1.plot([i], [c["speedup_vs_lax_default"]], "v", color="k", ms=4)
         if c["speedup_vs_torch"]:
@@ -315,19 +319,27 @@ def plot_result(result: dict, path: str) -> str | None:
     ax1.axhline(1.0, color="k", lw=0.8)
     ax1.set_yscale("log")
     ax1.set_ylabel("speedup (peer time / fastconv time)")
-    ax1.set_title(f"jax_fastconv vs peers on {result['meta']['device']}: bars vs lax HIGHEST, "
-                  "v vs lax DEFAULT (TF32), o vs torch fp32; red x = wrong", fontsize=9)
+    fig.suptitle(f"jax_fastconv on {result['meta']['device']} ({result['meta']['date'][:10]})",
+                 fontsize=10)
+    ax1.set_title("speedup: bars vs lax HIGHEST, v vs lax DEFAULT (TF32), o vs torch/cuDNN "
+                  "fp32; red x = wrong (not timed)", fontsize=8)
     ax2.set_yscale("log")
     ax2.set_ylabel("% of roofline (floor / time)")
-    ax2.set_title("% of roofline: bars fastconv, - lax HIGHEST", fontsize=9)
+    ax2.set_title("% of roofline (max(FLOP/GEMM rate, bytes/copy bandwidth) / time): bars "
+                  "fastconv, - lax HIGHEST", fontsize=8)
+    from matplotlib.ticker import FuncFormatter
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    for ax in (ax1, ax2):
+        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     # group separators and labels
     start = 0
     for g in groups:
         cnt = sum(1 for c in cases if (c["set"], c["batch"]) == g)
         for ax in (ax1, ax2):
             ax.axvline(start - 0.5, color="gray", lw=0.5, ls=":")
-        ax1.text(start + cnt / 2 - 0.5, 1.02, f"{g[0]} b{g[1]}", transform=ax1.get_xaxis_transform(),
-                 ha="center", va="bottom", fontsize=7, color=colors[g])
+        ax1.text(start + cnt / 2 - 0.5, 0.98, f"{g[0]} b{g[1]}", transform=ax1.get_xaxis_transform(),
+                 ha="center", va="top", fontsize=7, color=colors[g], fontweight="bold")
         start += cnt
     ax2.set_xticks(xs)
     ax2.set_xticklabels([case_label(c) for c in cases], rotation=90, fontsize=5)
