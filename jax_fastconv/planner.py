@@ -106,6 +106,7 @@ MC_CONFIGS = (
     (32, 64, 16, 128, 4, 118),
     (128, 128, 8, 256, 3, 128),
 )
+MC_MAX_EXTENT = 16384          # kernel: (oh, ow) packed in 16 bits each
 MC_MIN_CHANNELS = 8            # one 32-byte segment of channels; fewer -> not this kernel
 MC_MAX_BLOCKS_PER_SM = 32       # hardware limit of resident blocks per SM (sm_50..sm_90)
 MC_GRID_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles the grid rule walks, largest first
@@ -290,11 +291,33 @@ def _mc_max_split(hw: Hardware, Wx: int) -> int:
     return MC_MAX_SPLIT_SM90_SMALL if Wx == 32 else MC_MAX_SPLIT
 
 
+def _mc_size_limit(spec: ConvSpec) -> str | None:
+    """Sizes the kernel's 32-bit offsets and 16-bit packed (oh, ow) cannot address (it returns
+    cudaErrorInvalidValue there: cuda/multi_channel.cu, launch_multi_channel); None if fine."""
+    d = spec.dims
+    (pt, _), (pl, _) = spec.padding
+    if max(d["H"], d["W"], d["OH"], d["OW"]) > MC_MAX_EXTENT or not (
+            -MC_MAX_EXTENT <= min(pt, pl) and max(pt, pl) < MC_MAX_EXTENT):
+        return (f"maps and padding up to {MC_MAX_EXTENT} pixels per side (the kernel packs "
+                f"(oh, ow) in 16 bits each)")
+    wo, wi, wh, ww = spec.rhs_strides
+    if ((d["M"] - 1) * wo + (d["C"] - 1 + 16) * wi + (d["KH"] - 1) * wh
+            + (d["KW"] - 1) * ww) >= 2 ** 31:
+        return "filters must be addressable with 32-bit offsets (fewer than 2^31 elements)"
+    _, xc, xh, xw = spec.lhs_strides
+    if (d["C"] - 1) * xc + (d["H"] - 1) * xh + (d["W"] - 1) * xw + 1 >= 2 ** 31:
+        return "one image must have fewer than 2^31 elements (32-bit offsets)"
+    return None
+
+
 def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     d = spec.dims
     N, C, M, KH, KW, OH, OW = d["N"], d["C"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
     n_fma, n_sm = lat["N_FMA"], hw.sm_count
     P = N * OH * OW                                  # flattened output pixels (tiles span lines)
+    too_big = _mc_size_limit(spec)
+    if too_big:
+        return _direct(hw, f"multi channel: {too_big}", lat)
     if C < MC_MIN_CHANNELS:
         return _direct(hw, f"multi channel: C = {C} < {MC_MIN_CHANNELS}: every S = 32 B segment "
                            f"(the paper's minimum, sec 3.2) would be mostly padding; measured "

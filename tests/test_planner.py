@@ -413,3 +413,18 @@ def test_few_channels_are_not_the_multi_channel_kernel(C):
     assert plan.method == "direct" and f"C = {C} < 8" in plan.reason
     assert pl.make_plan(spec_from_logical(1, 8, 224, 224, 64, 3, 3),
                         hwm.PRESETS["h200"]).method == "multi_channel"
+
+
+@pytest.mark.parametrize("shape", [(1, 16, 8, 20000), (1, 16, 20000, 8)])
+def test_sizes_the_multi_channel_kernel_cannot_address_fall_back(shape):
+    """Valid but beyond the kernel's 16-bit pixel packing: direct (-> lax on a GPU), with why."""
+    N, C, H, W = shape
+    plan = pl.make_plan(spec_from_logical(N, C, H, W, 16, 3, 3, padding="SAME"),
+                        hwm.PRESETS["h200"])
+    assert plan.method == "direct" and "16384" in plan.reason
+
+
+def test_filters_beyond_32_bit_offsets_fall_back():
+    spec = spec_from_logical(1, 65536, 9, 9, 4096, 3, 3)   # 2.4e9 filter elements
+    plan = pl.make_plan(spec, hwm.PRESETS["h200"])
+    assert plan.method == "direct" and "2^31" in plan.reason
