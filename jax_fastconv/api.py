@@ -83,10 +83,10 @@ def _uncovered_reason(spec: ConvSpec, out_sharding, platform: str) -> str | None
 def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
     platform = _target_platform()
     reason = _uncovered_reason(spec, out_sharding, platform)
-    # The device we lower for (or $JAX_FASTCONV_HARDWARE); the CPU path needs no hardware model.
-    hw = hw_mod.resolve_hardware(hardware) if (hardware is not None or platform == "cuda") else None
     if reason is not None:
         return Explanation("lax", reason, spec, None)
+    # The device we lower for (or $JAX_FASTCONV_HARDWARE); the CPU path needs no hardware model.
+    hw = hw_mod.resolve_hardware(hardware) if (hardware is not None or platform == "cuda") else None
     plan = planner.plan_cached(spec, hw)
     if platform == "cpu":
         return Explanation("fastconv-cpu", "CPU: the C++ direct convolution (custom call)", spec, plan)
