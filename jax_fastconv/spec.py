@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Sequence
-
 import numpy as np
 from jax import lax
 
@@ -253,7 +251,3 @@ def spec_from_logical(N, C, H, W, M, KH, KW, *, stride=(1, 1), padding="VALID",
 
 def as_dimension_numbers(spec: ConvSpec) -> lax.ConvDimensionNumbers:
     return lax.ConvDimensionNumbers(spec.lhs_spec, spec.rhs_spec, spec.out_spec)
-
-
-def spatial_sizes(shape: Sequence[int], spec: Sequence[int]) -> tuple[int, ...]:
-    return tuple(shape[d] for d in spec[2:])
