@@ -171,6 +171,15 @@ __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
   *reinterpret_cast<float4*>(ptr) = make_float4(v[0], v[1], v[2], v[3]);
 }
 
+// This thread's kTM filter weights of one tap: kTM / 4 float4 reads, `half` floats apart.
+__device__ __forceinline__ void load_weights(const float* wrow, int half, float (&wv)[kTM]) {
+#pragma unroll
+  for (int q = 0; q < kTM / 4; ++q) {
+    const float4 f = *reinterpret_cast<const float4*>(wrow + q * half);
+    wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
+  }
+}
+
 template <int KH_T, int KW_T>
 __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __restrict__ srow,
                                              const float* __restrict__ swp, int half,
@@ -195,11 +204,7 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
       for (int kw = 0; kw < KW_T; ++kw) {
         const float* wrow = swp + (kh * KW_T + kw) * a.MBpad;
         float wv[kTM];
-#pragma unroll
-        for (int q = 0; q < kTM / 4; ++q) {
-          const float4 f = *reinterpret_cast<const float4*>(wrow + q * half);
-          wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
-        }
+        load_weights(wrow, half, wv);
 #pragma unroll
         for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -218,11 +223,7 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
         for (int j = 0; j < kTP; ++j) v[j] = sp[j];
         const float* wrow = swp + (kh * KW + kw) * a.MBpad;
         float wv[kTM];
-#pragma unroll
-        for (int q = 0; q < kTM / 4; ++q) {
-          const float4 f = *reinterpret_cast<const float4*>(wrow + q * half);
-          wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
-        }
+        load_weights(wrow, half, wv);
 #pragma unroll
         for (int i = 0; i < kTM; ++i)
 #pragma unroll
