@@ -43,8 +43,7 @@ ffi::Error ConvCpuImpl(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
                        ffi::ResultBuffer<ffi::F32> y, I64Span dims, I64Span conv, I64Span xs,
                        I64Span ws, I64Span ys, I64Span plan) {
   ConvParams p;
-  ffi::Error err = DecodeConvParams(dims, conv, xs, ws, ys, plan, x.element_count(),
-                                    w.element_count(), y->element_count(), &p);
+  ffi::Error err = DecodeConvParams(x, w, y, dims, conv, xs, ws, ys, plan, &p);
   if (err.failure()) return err;
   DirectConvCpu(p, x.typed_data(), w.typed_data(), y->typed_data());
   return ffi::Error::Success();

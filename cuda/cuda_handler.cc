@@ -27,8 +27,7 @@ ffi::Error ConvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffe
                         ffi::ResultBuffer<ffi::F32> y, I64Span dims, I64Span conv, I64Span xs,
                         I64Span ws, I64Span ys, I64Span plan) {
   ConvParams p;
-  ffi::Error err = DecodeConvParams(dims, conv, xs, ws, ys, plan, x.element_count(),
-                                    w.element_count(), y->element_count(), &p);
+  ffi::Error err = DecodeConvParams(x, w, y, dims, conv, xs, ws, ys, plan, &p);
   if (err.failure()) return err;
   const cudaError_t status = LaunchPlanned(p, x.typed_data(), w.typed_data(), y->typed_data(), stream);
   if (status != cudaSuccess)

@@ -26,9 +26,12 @@ auto BindConvAttrs(Binding binding) {
 }
 
 // Fills p from the attributes and checks them against the buffers' element counts.
-inline ffi::Error DecodeConvParams(I64Span dims, I64Span conv, I64Span xs, I64Span ws, I64Span ys,
-                                   I64Span plan, size_t x_elems, size_t w_elems, size_t y_elems,
+inline ffi::Error DecodeConvParams(const ffi::Buffer<ffi::F32>& x, const ffi::Buffer<ffi::F32>& w,
+                                   ffi::ResultBuffer<ffi::F32> y, I64Span dims,
+                                   I64Span conv, I64Span xs, I64Span ws, I64Span ys, I64Span plan,
                                    ConvParams* p) {
+  const size_t x_elems = x.element_count(), w_elems = w.element_count(),
+               y_elems = y->element_count();
   if (dims.size() != 9 || conv.size() != 4 || xs.size() != 4 || ws.size() != 4 ||
       ys.size() != 4 || plan.size() != kPlanLen)
     return ffi::Error::InvalidArgument("fastconv: malformed convolution attributes");
