@@ -75,6 +75,7 @@
 #include <cstdio>
 
 #include "kernels.h"
+#include "launch_util.h"
 
 namespace cg = cooperative_groups;
 
@@ -517,14 +518,6 @@ static int max_cluster(int tile) {
   return res;
 }
 
-static int sm_count() {
-  int dev = 0, n = 132;
-  if (cudaGetDevice(&dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0)
-    return n;
-  return 132;
-}
-
 static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) * p.KH * p.KW); }
@@ -616,7 +609,9 @@ void multi_channel_set_vector(int on) { mc::g_vector = on; }
 
 // Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
 int multi_channel_describe(const ConvParams& p, char* buf, int len) {
-  mc::Choice ch = mc::plan_config(p, mc::sm_count());
+  DeviceInfo dev;
+  if (current_device_info(&dev) != cudaSuccess) return 0;
+  mc::Choice ch = mc::plan_config(p, dev.sms);
   return snprintf(buf, len, "%dx%d/S%d/cs%d", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile], ch.bk,
                   ch.cs);
 }
@@ -646,8 +641,10 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
     nchunk = ((1LL << 31) - img_span) / p.x_sn;  // conservative: (nchunk-1)*x_sn + img_span < 2^31
   if (nchunk < 1) nchunk = 1;
 
-  const int sms = mc::sm_count();
-  mc::Choice ch = mc::plan_config(p, sms);
+  DeviceInfo dev;
+  cudaError_t err = current_device_info(&dev);
+  if (err != cudaSuccess) return err;
+  mc::Choice ch = mc::plan_config(p, dev.sms);
 
   mc::KArgs a;
   a.w = w;
@@ -670,13 +667,15 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
   size_t smem = 0;
   mc::kernel_for(ch, am, bv, &fn, &nt, &smem);
   if (!fn) return cudaErrorInvalidValue;
-  cudaError_t err;
+  const void* fn_id = reinterpret_cast<const void*>(fn);
   if (smem > 48 * 1024) {
-    err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    err = raise_func_attribute_once(fn_id, dev.device,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (err != cudaSuccess) return err;
   }
   if (ch.cs > 8) {
-    err = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    err = raise_func_attribute_once(fn_id, dev.device,
+                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (err != cudaSuccess) return err;
   }
   const long long gy = mc::cdiv(p.M, mc::kTileBN[ch.tile]);
@@ -703,7 +702,7 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
     err = cudaLaunchKernelEx(&cfg, fn, a);
     if (err != cudaSuccess) return err;
   }
-  return cudaGetLastError();
+  return cudaSuccess;  // cudaLaunchKernelEx returned each launch's error
 }
 
 }  // namespace fastconv

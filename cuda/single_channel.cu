@@ -69,6 +69,7 @@
 #include <algorithm>
 
 #include "kernels.h"
+#include "launch_util.h"
 
 namespace fastconv {
 namespace {
@@ -400,28 +401,6 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
   }
 }
 
-struct DevInfo {
-  int sms = 0, smem_optin = 0;
-};
-
-DevInfo dev_info(cudaError_t* err) {
-  static DevInfo cache[64];
-  int dev = 0;
-  *err = cudaGetDevice(&dev);
-  if (*err != cudaSuccess) return {};
-  DevInfo& d = cache[dev & 63];
-  if (d.sms == 0) {
-    int sms = 0, optin = 0;
-    *err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (*err != cudaSuccess) return {};
-    *err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (*err != cudaSuccess) return {};
-    d.smem_optin = optin;
-    d.sms = sms;
-  }
-  return d;
-}
-
 long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 // The launch one ConvParams resolves to (host side, no CUDA calls past the device query).
@@ -468,7 +447,7 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
 
 // The planner's plan, taken exactly when every value is in the kernel's supported ranges
 // (see the header comment); false otherwise.
-bool resolve_exact(const ConvParams& p, const DevInfo& dev, Resolved* r) {
+bool resolve_exact(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   const long long division = p.plan[1], P = p.plan[2], Q = p.plan[3], MB = p.plan[4],
                   RB = p.plan[5], pref = p.plan[6], thr = p.plan[7];
   if (division != 1 && division != 2) return false;
@@ -491,7 +470,7 @@ bool resolve_exact(const ConvParams& p, const DevInfo& dev, Resolved* r) {
 }
 
 // Defensive resolution of plans outside the supported ranges (never emitted by the planner).
-cudaError_t resolve_defensive(const ConvParams& p, const DevInfo& dev, Resolved* r) {
+cudaError_t resolve_defensive(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   const int nsm = std::max(1, dev.sms);
   const long long M = p.M, OH = p.OH, OW = p.OW, N = p.N;
   long long division = p.plan[1], P = p.plan[2], Q = p.plan[3], fpb = p.plan[4],
@@ -551,7 +530,7 @@ cudaError_t resolve_defensive(const ConvParams& p, const DevInfo& dev, Resolved*
   return cudaSuccess;
 }
 
-cudaError_t resolve(const ConvParams& p, const DevInfo& dev, Resolved* r) {
+cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   cudaError_t e = cudaSuccess;
   if (!resolve_exact(p, dev, r)) {
     *r = Resolved{};
@@ -580,10 +559,12 @@ cudaError_t check_params(const ConvParams& p) {
 }
 
 template <int KH_T, int KW_T, int LAYOUT>
-cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, const float* x,
+cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, int dev, const float* x,
                      const float* w, float* y, cudaStream_t stream) {
   auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(r.smem));
+  cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            int(r.smem));
   if (e != cudaSuccess) return e;
   long long grid = r.grid;
   if (grid == 0) {  // defensive prefetch path only
@@ -594,18 +575,22 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, const floa
     grid = std::min<long long>(r.a.ntiles, (long long)nsm * occ);
   }
   if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  kern<<<unsigned(grid), r.threads, r.smem, stream>>>(p, r.a, x, w, y);
-  return cudaGetLastError();
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(unsigned(r.threads));
+  cfg.dynamicSmemBytes = r.smem;
+  cfg.stream = stream;
+  return cudaLaunchKernelEx(&cfg, kern, p, r.a, x, w, y);  // returns the launch's error
 }
 
 template <int LAYOUT>
-cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, int nsm, const float* x,
-                       const float* w, float* y, cudaStream_t s) {
-  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, nsm, x, w, y, s);
-  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, nsm, x, w, y, s);
-  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, r, nsm, x, w, y, s);
-  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, nsm, x, w, y, s);
-  return launch_t<0, 0, LAYOUT>(p, r, nsm, x, w, y, s);
+cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, int nsm, int dev,
+                       const float* x, const float* w, float* y, cudaStream_t s) {
+  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, nsm, dev, x, w, y, s);
+  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, nsm, dev, x, w, y, s);
+  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, r, nsm, dev, x, w, y, s);
+  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, nsm, dev, x, w, y, s);
+  return launch_t<0, 0, LAYOUT>(p, r, nsm, dev, x, w, y, s);
 }
 
 }  // namespace
@@ -616,7 +601,8 @@ cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, int nsm, const fl
 cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10]) {
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
-  const DevInfo dev = dev_info(&err);
+  DeviceInfo dev;
+  err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
   Resolved r;
   err = resolve(p, dev, &r);
@@ -632,14 +618,15 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
   if (p.out_elems() == 0) return cudaSuccess;
-  const DevInfo dev = dev_info(&err);
+  DeviceInfo dev;
+  err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
   Resolved r;
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
   const int nsm = std::max(1, dev.sms);
-  if (r.layout == 0) return dispatch_k<0>(p, r, nsm, x, w, y, stream);
-  return dispatch_k<1>(p, r, nsm, x, w, y, stream);
+  if (r.layout == 0) return dispatch_k<0>(p, r, nsm, dev.device, x, w, y, stream);
+  return dispatch_k<1>(p, r, nsm, dev.device, x, w, y, stream);
 }
 
 }  // namespace fastconv

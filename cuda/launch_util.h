@@ -1,0 +1,60 @@
+// Host-side launch helpers shared by the kernel launchers. Small layers are bound by the
+// host's cost per call (XLA launches one custom call at a time), so a launch makes one
+// cudaGetDevice and the launch itself; device attributes and per-kernel function
+// attributes are queried or set once per device and remembered.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace fastconv {
+
+struct DeviceInfo {
+  int device = 0, sms = 0, smem_optin = 0, cc_major = 0;
+};
+
+// The current device's attributes (queried on the first call per device).
+inline cudaError_t current_device_info(DeviceInfo* out) {
+  constexpr int kMaxDevices = 64;
+  static DeviceInfo cache[kMaxDevices];
+  static std::once_flag once[kMaxDevices];
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  if (dev < 0 || dev >= kMaxDevices) return cudaErrorInvalidDevice;
+  cudaError_t query = cudaSuccess;
+  std::call_once(once[dev], [&] {
+    DeviceInfo d;
+    d.device = dev;
+    if ((query = cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev)) ==
+            cudaSuccess &&
+        (query = cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                        dev)) == cudaSuccess &&
+        (query = cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev)) ==
+            cudaSuccess)
+      cache[dev] = d;
+  });
+  if (query != cudaSuccess) return query;
+  if (cache[dev].sms <= 0) return cudaErrorInvalidDevice;  // an earlier query failed
+  *out = cache[dev];
+  return cudaSuccess;
+}
+
+// cudaFuncSetAttribute(fn, attr, value) unless this kernel already has at least `value` on
+// `device` (the attribute persists for the kernel in that device's context).
+inline cudaError_t raise_func_attribute_once(const void* fn, int device,
+                                             cudaFuncAttribute attr, int value) {
+  static std::mutex mu;
+  static std::map<std::pair<std::pair<const void*, int>, int>, int> done;
+  std::lock_guard<std::mutex> lock(mu);
+  int& have = done[{{fn, device}, static_cast<int>(attr)}];
+  if (have >= value) return cudaSuccess;
+  const cudaError_t err = cudaFuncSetAttribute(fn, attr, value);
+  if (err == cudaSuccess) have = value;
+  return err;
+}
+
+}  // namespace fastconv
