@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import _ffi, hardware as hw_mod, planner
+from . import _ffi, autotune, hardware as hw_mod, planner
 from .primitive import conv_p
 from .spec import ConvSpec, normalize
 
@@ -29,11 +29,14 @@ class Explanation:
     reason: str            # why this path
     spec: ConvSpec
     plan: Any              # planner.Plan (the plan for the target device; None if not planned)
+    measured: Any = None   # autotune.Choice when the path was chosen by timing both
 
     def __str__(self) -> str:
         lines = [f"path: {self.path}", f"reason: {self.reason}", f"conv: {self.spec.describe()}"]
         if self.plan is not None:
             lines.append(self.plan.describe())
+        if self.measured is not None:
+            lines.append(f"autotune: {self.measured.describe()}")
         return "\n".join(lines)
 
 
@@ -94,6 +97,15 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
         return Explanation("lax", f"no paper kernel covers this case on the GPU ({plan.reason}); "
                            f"lax beats the plain direct kernel (set {FORCE_DIRECT_ENV}=1 to force it)",
                            spec, plan)
+    if hardware is None and autotune.enabled():
+        # The planner models our kernels only; cuDNN's FFT/Winograd algorithms can beat any
+        # direct FP32 convolution, so the first trace of a shape times both (autotune.py).
+        choice = autotune.choose(spec, plan)
+        if not choice.use_kernel:
+            return Explanation("lax", f"lax HIGHEST was faster on this device: "
+                               f"{choice.describe()} (set {autotune.ENV}=0 to force the "
+                               f"kernel)", spec, plan, choice)
+        return Explanation("fastconv-cuda", plan.reason, spec, plan, choice)
     return Explanation("fastconv-cuda", plan.reason, spec, plan)
 
 
@@ -123,6 +135,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                            preferred_element_type)
     decision = _decide(spec, out_sharding)
     if decision.path == "lax":
+        if decision.measured is not None:   # chosen by timing: keep float32 accuracy
+            precision = lax.Precision.HIGHEST
         return lax.conv_general_dilated(
             lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
             rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,

@@ -20,6 +20,7 @@ if _ffi.cuda_module is None:
     pytest.skip(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})",
                 allow_module_level=True)
 
+from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402
 from jax_fastconv.planner import MC_MIN_CHANNELS  # noqa: E402
 from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close, assert_trees_close,  # noqa: E402
@@ -35,6 +36,12 @@ GPU_SIZES = dict(max_n=3, max_c=64, max_m=64, max_hw=64, max_k=5, small_maps=Fal
 RANDOM = (random_configs(90, seed=0, layouts=("NCHW",), **GPU_SIZES)
           + random_configs(90, seed=1000, layouts=("NHWC",), **GPU_SIZES)
           + random_configs(30, seed=2000, **GPU_SIZES))
+
+
+@pytest.fixture(autouse=True)
+def _kernels_always(monkeypatch):
+    """These tests check the kernels: no measured switch to lax (test_autotune_* do that)."""
+    monkeypatch.setenv(autotune.ENV, "0")
 
 
 def _fn(cfg, precision=None):
@@ -194,3 +201,36 @@ def test_few_channels_run_lax_and_say_why():
     """C < 8 at stride 1: the plan falls back (planner.MC_MIN_CHANNELS) and lax runs."""
     ex = fc.explain((1, 3, 64, 64), (16, 3, 3, 3), (1, 1), "SAME")
     assert ex.path == "lax" and "C = 3 < 8" in ex.reason
+
+
+# -- the measured choice (autotune.py) on the device -------------------------------------------
+
+AUTOTUNE_CASES = [  # a small batch-1 layer and a batch-32 one where cuDNN has FFT/Winograd
+    ((1, 14, 14, 256), (3, 3, 256, 256), ("NHWC", "HWIO", "NHWC")),
+    ((32, 128, 28, 28), (128, 128, 3, 3), ("NCHW", "OIHW", "NCHW")),
+    ((4, 96, 96, 1), (5, 5, 1, 32), ("NHWC", "HWIO", "NHWC")),
+]
+
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dn", AUTOTUNE_CASES)
+def test_autotune_on_gpu(monkeypatch, tmp_path, lhs_shape, rhs_shape, dn):
+    monkeypatch.setenv(autotune.ENV, "1")
+    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
+    autotune.clear_memory()
+    measured, real = [], autotune.measure
+    monkeypatch.setattr(autotune, "measure",
+                        lambda *a, **k: measured.append(1) or real(*a, **k))
+    rng = np.random.default_rng(7)
+    x, w = randn(rng, lhs_shape), randn(rng, rhs_shape)
+    f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "SAME", dimension_numbers=dn)
+    text = lowered_text(f, x, w)
+    e = fc.explain(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    assert len(measured) == 1, "explain() after the trace must reuse the measured choice"
+    c = e.measured
+    assert c is not None and c.kernel_us > 0 and c.lax_us > 0, c
+    assert e.path == ("fastconv-cuda" if c.use_kernel else "lax"), e
+    assert count_custom_calls(text, CUDA_TARGET) == (1 if c.use_kernel else 0)
+    ref = ref_conv(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    assert_close(jax.jit(f)(x, w), ref, what=str(c))
+    assert list(tmp_path.glob("autotune-*.json")), "the choice is cached on disk"
+    autotune.clear_memory()

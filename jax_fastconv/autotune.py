@@ -1,0 +1,182 @@
+"""Measured choice, per shape and device, between the planned kernel and lax at HIGHEST.
+
+The planner's model (paper sections 2.2-3.2) sizes our kernels; it cannot see what cuDNN
+does. At batch 32 with K = 3/5 and many channels cuDNN runs FFT or Winograd algorithms that
+need fewer multiplications than any direct FP32 convolution (benchmarks/notes/
+multi_channel.md), and on tiny layers both sides cost the same fixed launch time. So, like
+XLA's and cuDNN's own autotuning, the first time a GPU shape is traced both candidates are
+timed and the faster one is used from then on:
+
+* the same harness idea as the benchmark: R distinct random inputs inside one compiled call
+  (AOT-compiled, so it runs concretely even while an outer jit is tracing), warm-up, then
+  interleaved rounds; median per call; the kernel is kept on ties;
+* the answer is cached per process and on disk (``cache_dir()/autotune-<device>.json``,
+  keyed by the convolution, the plan and the package/jax versions); delete the file to
+  measure again;
+* ``JAX_FASTCONV_AUTOTUNE=0`` turns it off (always the kernel, e.g. to test the kernels);
+* a lax choice keeps float32 accuracy: lax runs at ``Precision.HIGHEST`` whatever precision
+  the caller passed (DEFAULT would be TF32 on Hopper).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import statistics
+import threading
+import time
+from pathlib import Path
+
+ENV = "JAX_FASTCONV_AUTOTUNE"
+ROUNDS = 7
+WARMUP = 2
+MAX_R = 16
+BUDGET_BYTES = 1 << 30   # inputs + outputs of the R calls of one candidate
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    use_kernel: bool
+    kernel_us: float | None
+    lax_us: float | None
+    R: int = 0
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.kernel_us is None or self.lax_us is None:
+            return f"not measured ({self.note})"
+        won = "kernel" if self.use_kernel else "lax HIGHEST"
+        return (f"measured on this device: kernel {self.kernel_us:.1f} us, lax HIGHEST "
+                f"{self.lax_us:.1f} us per call (R={self.R}) -> {won}")
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+_lock = threading.Lock()
+_memory: dict[tuple[str, str], Choice] = {}
+
+
+def _versions() -> str:
+    import jax
+    try:
+        from importlib.metadata import version
+        own = version("jax_fastconv")
+    except Exception:  # noqa: BLE001 - running from a source tree
+        own = "src"
+    return f"fastconv={own},jax={jax.__version__}"
+
+
+def cache_key(spec, plan) -> str:
+    return f"{spec.describe()} | plan={tuple(plan.kernel_attrs)} | {_versions()}"
+
+
+def cache_path(device_kind: str) -> Path:
+    from .hardware import cache_dir
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", device_kind).strip("_") or "device"
+    return cache_dir() / f"autotune-{slug}.json"
+
+
+def _load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _store(path: Path, key: str, choice: Choice) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = _load(path)
+        data[key] = dataclasses.asdict(choice)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only cache only costs a re-measurement in the next process
+
+
+def _from_dict(d) -> Choice | None:
+    try:
+        return Choice(bool(d["use_kernel"]), d["kernel_us"], d["lax_us"], int(d.get("R", 0)),
+                      str(d.get("note", "")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def measure(spec, plan, *, rounds: int = ROUNDS, warmup: int = WARMUP,
+            budget_bytes: int = BUDGET_BYTES) -> Choice:
+    """Time the kernel (this package's primitive with `plan`) and lax HIGHEST on the default
+    device; both get the same R distinct random inputs."""
+    import jax
+    from jax import lax
+    from .primitive import conv_p
+    from .spec import as_dimension_numbers
+
+    R = int(max(2, min(MAX_R, budget_bytes // max(spec.min_bytes, 1))))
+    lhs_shape, rhs_shape = tuple(spec.lhs_shape), tuple(spec.rhs_shape)
+
+    def gen():
+        keys = jax.random.split(jax.random.PRNGKey(0), 2 * R)
+        return (tuple(jax.random.normal(keys[i], lhs_shape, "float32") for i in range(R)),
+                tuple(jax.random.normal(keys[R + i], rhs_shape, "float32") for i in range(R)))
+
+    # Everything is compiled ahead of time and called as an executable: no tracing, so this
+    # also works while an outer jax.jit is being traced.
+    xs, ws = jax.jit(gen).lower().compile()()
+    dn = as_dimension_numbers(spec)
+
+    def kernel(x, w):
+        return conv_p.bind(x, w, spec=spec, plan=plan, precision=None)
+
+    def reference(x, w):
+        return lax.conv_general_dilated(x, w, spec.window_strides, spec.padding,
+                                        dimension_numbers=dn, precision=lax.Precision.HIGHEST)
+
+    def loop(fn):
+        return jax.jit(lambda xs, ws: tuple(fn(x, w) for x, w in zip(xs, ws))
+                       ).lower(xs, ws).compile()
+
+    candidates = {"kernel": loop(kernel), "lax": loop(reference)}
+    samples: dict[str, list[float]] = {k: [] for k in candidates}
+    for _ in range(warmup):
+        for f in candidates.values():
+            jax.block_until_ready(f(xs, ws))
+    for _ in range(rounds):
+        for k, f in candidates.items():   # interleaved: both see the same noise
+            t0 = time.perf_counter()
+            jax.block_until_ready(f(xs, ws))
+            samples[k].append((time.perf_counter() - t0) * 1e6 / R)
+    k_us, l_us = statistics.median(samples["kernel"]), statistics.median(samples["lax"])
+    return Choice(k_us <= l_us, k_us, l_us, R)
+
+
+def choose(spec, plan) -> Choice:
+    """The measured choice for this convolution on the default device (cached)."""
+    import jax
+    device_kind = getattr(jax.devices()[0], "device_kind", "device")
+    key = cache_key(spec, plan)
+    with _lock:
+        hit = _memory.get((device_kind, key))
+        if hit is not None:
+            return hit
+        path = cache_path(device_kind)
+        choice = _from_dict(_load(path).get(key)) if path.exists() else None
+        if choice is None:
+            try:
+                choice = measure(spec, plan)
+            except Exception as e:  # noqa: BLE001 - never fail the user's call over timing
+                choice = Choice(True, None, None, 0, f"measurement failed: {type(e).__name__}: "
+                                f"{str(e)[:200]}; the kernel is used")
+            else:
+                _store(path, key, choice)
+        _memory[(device_kind, key)] = choice
+        return choice
+
+
+def clear_memory() -> None:
+    with _lock:
+        _memory.clear()

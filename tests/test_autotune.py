@@ -1,0 +1,167 @@
+"""The measured choice between the kernel and lax HIGHEST (jax_fastconv/autotune.py): the
+timing itself (run on the CPU kernel here), the per-process and on-disk caches, and how
+conv_general_dilated / explain() follow the choice on the GPU path (routed with a preset
+hardware and a stand-in choice, so it runs without a GPU)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import jax
+from jax import lax
+
+import jax_fastconv as fc
+from jax_fastconv import _ffi, api, autotune, planner
+from jax_fastconv.spec import normalize
+from _helpers import HIGHEST, assert_close, randn, ref_conv
+
+needs_cpu_module = pytest.mark.skipif(_ffi.cpu_module is None, reason="CPU extension not built")
+
+DN = ("NHWC", "HWIO", "NHWC")
+
+
+def _spec(c=3, h=9, m=4, k=3):
+    return normalize((1, h, h, c), (k, k, c, m), (1, 1), "SAME", None, None, DN)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(autotune.ENV, raising=False)
+    autotune.clear_memory()
+    yield tmp_path
+    autotune.clear_memory()
+
+
+@needs_cpu_module
+@pytest.mark.parametrize("shape", [(3, 9, 4, 3), (1, 12, 8, 5)])
+def test_measure_times_both_candidates(shape):
+    spec = _spec(*shape)
+    choice = autotune.measure(spec, planner.plan_cached(spec, None), rounds=3, warmup=1)
+    assert choice.kernel_us > 0 and choice.lax_us > 0
+    assert 2 <= choice.R <= autotune.MAX_R
+    assert choice.use_kernel == (choice.kernel_us <= choice.lax_us)
+    assert "kernel" in choice.describe() and "lax HIGHEST" in choice.describe()
+
+
+@needs_cpu_module
+def test_measure_runs_while_an_outer_jit_traces():
+    spec = _spec()
+    seen = []
+
+    def f(x):
+        seen.append(autotune.measure(spec, planner.plan_cached(spec, None), rounds=1, warmup=0))
+        return x * 2
+
+    np.testing.assert_allclose(jax.jit(f)(np.ones(3, np.float32)), 2.0)
+    assert seen and seen[0].kernel_us > 0
+
+
+def test_choose_caches_in_memory_and_on_disk(cache, monkeypatch):
+    calls = []
+
+    def fake_measure(spec, plan, **kw):
+        calls.append(spec)
+        return autotune.Choice(False, 20.0, 10.0, 8)
+
+    monkeypatch.setattr(autotune, "measure", fake_measure)
+    spec = _spec()
+    plan = planner.plan_cached(spec, None)
+    first = autotune.choose(spec, plan)
+    assert first.use_kernel is False and len(calls) == 1
+    assert autotune.choose(spec, plan) == first and len(calls) == 1     # memory
+    files = list(cache.glob("autotune-*.json"))
+    assert len(files) == 1
+    stored = json.loads(files[0].read_text())
+    assert list(stored.values())[0]["lax_us"] == 10.0
+    autotune.clear_memory()
+    assert autotune.choose(spec, plan) == first and len(calls) == 1     # disk
+    other = _spec(c=5)
+    autotune.choose(other, planner.plan_cached(other, None))
+    assert len(calls) == 2                                              # new key
+
+
+def test_failed_measurement_keeps_the_kernel_and_is_not_stored(cache, monkeypatch):
+    def boom(spec, plan, **kw):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(autotune, "measure", boom)
+    spec = _spec()
+    choice = autotune.choose(spec, planner.plan_cached(spec, None))
+    assert choice.use_kernel and "out of memory" in choice.note
+    assert not list(cache.glob("autotune-*.json"))
+
+
+@pytest.fixture
+def gpu_route(monkeypatch, cache):
+    """Route _decide as on a GPU (preset H200 hardware), without running anything on one."""
+    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
+    monkeypatch.setattr(_ffi, "cuda_module", object())
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
+    calls = []
+
+    def route(choice):
+        def fake_choose(spec, plan):
+            calls.append(spec)
+            return choice
+        monkeypatch.setattr(autotune, "choose", fake_choose)
+        return calls
+    return route
+
+
+# NHWC and NCHW, single- and multi-channel plans.
+ROUTED = [((1, 64, 64, 1), (3, 3, 1, 32), DN),
+          ((2, 16, 14, 14), (32, 16, 3, 3), ("NCHW", "OIHW", "NCHW"))]
+
+
+@needs_cpu_module
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dn", ROUTED)
+def test_lax_choice_runs_lax_at_highest(gpu_route, lhs_shape, rhs_shape, dn):
+    calls = gpu_route(autotune.Choice(False, 30.0, 12.0, 16))
+    e = fc.explain(lhs_shape, rhs_shape, (1, 1), "SAME", dimension_numbers=dn)
+    assert e.path == "lax" and e.measured is not None
+    assert "lax HIGHEST was faster" in e.reason and "12.0 us" in e.reason
+    assert "autotune:" in str(e)
+    rng = np.random.default_rng(0)
+    x, w = randn(rng, lhs_shape), randn(rng, rhs_shape)
+    f = lambda x, w: fc.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    jaxpr = str(jax.make_jaxpr(f)(x, w))
+    assert "conv_general_dilated" in jaxpr and "HIGHEST" in jaxpr   # DEFAULT was asked
+    assert "fastconv_conv2d" not in jaxpr
+    assert_close(jax.jit(f)(x, w), ref_conv(x, w, (1, 1), "SAME", dimension_numbers=dn))
+    assert len(calls) >= 2
+
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dn", ROUTED)
+def test_kernel_choice_keeps_the_kernel(gpu_route, lhs_shape, rhs_shape, dn):
+    gpu_route(autotune.Choice(True, 8.0, 12.0, 16))
+    e = fc.explain(lhs_shape, rhs_shape, (1, 1), "SAME", dimension_numbers=dn)
+    assert e.path == "fastconv-cuda" and e.measured.use_kernel
+    assert "kernel 8.0 us" in str(e)
+    jaxpr = str(jax.make_jaxpr(lambda x, w: fc.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=dn))(
+        np.zeros(lhs_shape, np.float32), np.zeros(rhs_shape, np.float32)))
+    assert "fastconv_conv2d" in jaxpr
+
+
+def test_autotune_off_never_measures(gpu_route, monkeypatch):
+    calls = gpu_route(autotune.Choice(False, 30.0, 12.0, 16))
+    monkeypatch.setenv(autotune.ENV, "0")
+    lhs, rhs, dn = ROUTED[0]
+    e = fc.explain(lhs, rhs, (1, 1), "SAME", dimension_numbers=dn)
+    assert e.path == "fastconv-cuda" and e.measured is None and not calls
+
+
+def test_other_hardware_is_planned_not_measured(gpu_route):
+    calls = gpu_route(autotune.Choice(False, 30.0, 12.0, 16))
+    lhs, rhs, dn = ROUTED[1]
+    e = fc.explain(lhs, rhs, (1, 1), "SAME", dimension_numbers=dn, hardware="h100")
+    assert e.path == "fastconv-cuda" and e.measured is None and not calls
+
+
+def test_uncovered_arguments_are_not_measured(gpu_route):
+    calls = gpu_route(autotune.Choice(True, 1.0, 2.0, 16))
+    e = fc.explain((1, 8, 8, 4), (3, 3, 4, 4), (1, 1), "SAME", dimension_numbers=DN,
+                   rhs_dilation=(2, 2))
+    assert e.path == "lax" and e.measured is None and not calls
