@@ -6,48 +6,81 @@ Method (design.md, "Measuring"):
   inputs (never zeros); relative error ||out - ref|| / ||ref|| must be <= 1e-5 (float32),
   checked on the first and the last of the R calls. A wrong case is reported as wrong and is
   not timed (no fastconv time, no speedup, no % of roofline).
-* Device time: R (>= 16) independent calls on R distinct inputs (distinct lhs *and* rhs)
-  inside one ``jax.jit``, a Python-unrolled loop whose R outputs are all returned as a tuple:
-  nothing can be CSE'd (distinct inputs) or dead-code eliminated (every output is live) and
-  there is no reduction to subtract. Wall time of the call (``time.perf_counter`` around the
-  call and ``block_until_ready``) / R; median of >= 7 rounds after warm-up. The 1/R share of
-  the jit dispatch (``overheads.jit_call_overhead_us`` / R) is included in every impl's time.
-* Memory: R x (input + filter + output bytes) is kept under ``--mem-cap-gb`` (default 2) by
-  lowering R, but never below 16; a case where R = 16 is over the cap says so in ``note``,
-  and one over the hard guard (``--max-gb``, default 40% of device memory) is skipped.
+* Wall time per call ("wall/R", prescribed): R independent calls on R distinct inputs
+  (distinct lhs *and* rhs) inside one ``jax.jit``, a Python-unrolled loop whose R outputs are
+  all returned as a tuple: nothing can be CSE'd (distinct inputs) or dead-code eliminated
+  (every output is live) and there is no reduction to subtract. Wall time of the call
+  (``time.perf_counter`` around the call and ``block_until_ready``) / R; median of >= 7
+  rounds after warm-up. The rounds are interleaved: each round times every jitted impl once
+  (fastconv, lax HIGHEST, lax DEFAULT, in that order), so slow phases of the machine hit all
+  impls alike. Each jitted call carries a fixed cost (about 0.2 ms for small outputs, up to
+  about 1 ms for large ones on an H200) that is in every impl's time as its 1/R share, so
+  wall/R ratios are pulled towards 1 on fast cases.
+* R per case (adaptive, the default): R = clamp(ceil(4000 us / max(floor_us, 10 us)), 16, 64),
+  i.e. about 4 ms of roofline work per jitted call, so the fixed cost is a small share;
+  ``--reps R`` (>= 16) fixes R instead. Then the memory cap: R x (input + filter + output
+  bytes) is kept under ``--mem-cap-gb`` (default 12 on a GPU, 2 on a CPU) by lowering R, but
+  never below 16; a case where R = 16 is over the cap says so in ``note``, and one over the
+  hard guard (``--max-gb``, default 40% of device memory) is skipped. Each case records its R.
+* Device span (CUPTI, on a GPU; ``--no-device-time`` skips it): after the wall rounds, one
+  ``jax.profiler`` trace per case in which the compiled calls run 3 times each, interleaved,
+  each followed by ``block_until_ready`` and a 3 ms sleep. The GPU stream kernel events are
+  sorted by start and split into clusters at gaps > 1.5 ms; when there are as many clusters
+  as calls, cluster i is call i. ``device_us`` = median over an impl's calls of (last kernel
+  end - first kernel start) / R, ``kernel_us`` = median of (sum of kernel durations) / R.
+  This leaves out the host-side fixed cost of the call (it keeps the gaps between the
+  call's kernels). When the clusters do not match the calls, or the trace fails, the case
+  gets None and says why in ``device_time_note``. torch has no device span (its CUDA-event
+  time is its own column).
 * The same process, harness and inputs time fastconv and the lax peers. torch (optional, when
   importable with CUDA) gets the same inputs through DLPack: cuDNN benchmark mode, TF32 off,
-  R back-to-back calls between two CUDA events, / R, median of the rounds.
+  R back-to-back calls between two CUDA events, / R, median of the rounds (its own rounds,
+  after the jitted impls').
 * Ceilings measured in the same run: device copy bandwidth (bytes read + written: the faster
   of XLA's ``x + 1`` over 2 GiB and, on a GPU, the extension's cudaMemcpy D2D timed with CUDA
   events; XLA's elementwise copy reaches only 2-3 of 4.2 TB/s on an H200) and the f32 GEMM
   rate at HIGHEST (chains of 2 and 6 dependent n^3 ``jnp.dot`` products, time difference).
   Roofline floor = max(FLOP / GEMM rate, min_bytes / copy bandwidth); % of roofline =
-  floor / measured time.
+  floor / measured time (``pct_roofline``: wall/R; ``pct_roofline_device``: device span).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import datetime as _dt
+import glob
 import json
+import math
 import os
 import platform as _platform
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .bench_report import (PEER_LABELS, PEERS, SCHEMA_VERSION, format_table,  # noqa: F401
-                           geomean,
+from .bench_report import (DEVICE_PEERS, PEER_LABELS, PEERS, SCHEMA_VERSION,  # noqa: F401
+                           format_table, geomean,
                            markdown_summary, pct_of_roofline, plot_result, roofline_floor_s,
                            speedup, summarize, validate_result)
 
 REL_TOL = 1e-5
 MIN_R = 16
-DEFAULT_R = 32
+MAX_R = 64                 # adaptive R: at most this many calls per jitted call
+TARGET_ROUND_US = 4000.0   # adaptive R: about this much roofline work per jitted call
+FLOOR_MIN_US = 10.0        # adaptive R: floors below this count as this
+DEFAULT_R = 32             # kept for callers that pass it; the CLI default is adaptive
+DEFAULT_MEM_CAP_GB = 12.0  # on a GPU
+CPU_MEM_CAP_GB = 2.0
+R_RULE = (f"R = clamp(ceil({TARGET_ROUND_US:g} us / max(floor_us, {FLOOR_MIN_US:g} us)), "
+          f"{MIN_R}, {MAX_R}), then lowered (not below {MIN_R}) to keep R x (input + filter + "
+          f"output bytes) under the memory cap")
+DEVICE_CALLS = 3           # traced calls per impl (device span)
+DEVICE_SLEEP_S = 3e-3      # host sleep after each traced call
+DEVICE_GAP_NS = 1.5e6      # kernel clusters split at gaps longer than this
 DEFAULT_ROUNDS = 7
 DEFAULT_WARMUP = 2
 DEFAULT_OUT = os.path.join("benchmarks", "results")
@@ -274,9 +307,6 @@ def _make_inputs(spec, R: int, seed: int):
     ws = tuple(jnp.unstack(jax.random.normal(k2, (R,) + tuple(spec.rhs_shape), jnp.float32)))
     jax.block_until_ready((xs, ws))
     return xs, ws
-    xs, ws = gen(jax.random.PRNGKey(seed))
-    jax.block_until_ready((xs, ws))
-    return xs, ws
 
 
 def _batched(fn: ConvFn, case: Case, spec):
@@ -287,23 +317,199 @@ def _batched(fn: ConvFn, case: Case, spec):
     return jax.jit(run)
 
 
-def _time_rounds(f, args, R: int, rounds: int, warmup: int) -> list[float]:
-    """Per-call microseconds of each round: wall time of one jitted call of R convs / R."""
-    import jax
+def adaptive_reps(floor_us: float, *, target_us: float = TARGET_ROUND_US,
+                  r_min: int = MIN_R, r_max: int = MAX_R) -> int:
+    """R for a case whose roofline floor is ``floor_us`` per conv: enough calls for about
+    ``target_us`` of roofline work per jitted call, so the call's fixed cost is a small share:
+    clamp(ceil(target_us / max(floor_us, 10 us)), r_min, r_max)."""
+    if not floor_us > 0 or not math.isfinite(floor_us):
+        return r_max
+    return int(min(r_max, max(r_min, math.ceil(target_us / max(floor_us, FLOOR_MIN_US)))))
+
+
+def choose_reps(floor_us: float, per_call_bytes: float, *, R: int | None = None,
+                mem_cap_bytes: float = DEFAULT_MEM_CAP_GB * 1e9) -> tuple[int, str | None]:
+    """(R, note) of one case: ``R`` when given (fixed, ``--reps``), else ``adaptive_reps``;
+    then lowered to keep R x ``per_call_bytes`` under ``mem_cap_bytes``, never below MIN_R
+    (the note says when R was lowered, or when even MIN_R is over the cap)."""
+    want = int(R) if R is not None else adaptive_reps(floor_us)
+    r = want
+    note = None
+    if r * per_call_bytes > mem_cap_bytes:
+        r = max(MIN_R, min(want, int(mem_cap_bytes // per_call_bytes)))
+        note = (f"R lowered from {want} to {r} by the memory cap ({mem_cap_bytes / 1e9:.1f} GB)"
+                if r * per_call_bytes <= mem_cap_bytes else
+                f"R = {r} uses {r * per_call_bytes / 1e9:.1f} GB, over the memory cap "
+                f"({mem_cap_bytes / 1e9:.1f} GB); kept at the minimum R = {MIN_R}")
+    return r, note
+
+
+def _time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
+                      sync: Callable | None = None) -> dict[str, list[float]]:
+    """Per-call microseconds of each round for every fn in ``fns``: wall time of one call of R
+    convs / R. Interleaved: each warm-up and each timed round calls every fn once, in the
+    order of ``fns``, so whatever slows the machine for a while slows all of them alike. The
+    previous call's outputs are freed before the next call."""
+    if sync is None:
+        import jax
+        sync = jax.block_until_ready
+    names = list(fns)
     out = None
     for _ in range(warmup):
-        del out
-        out = f(*args)
-        jax.block_until_ready(out)
-    times = []
+        for n in names:
+            out = None
+            out = fns[n](*args)
+            sync(out)
+    times: dict[str, list[float]] = {n: [] for n in names}
     for _ in range(rounds):
-        del out
-        t0 = time.perf_counter()
-        out = f(*args)
-        jax.block_until_ready(out)
-        times.append((time.perf_counter() - t0) * 1e6 / R)
+        for n in names:
+            out = None
+            t0 = time.perf_counter()
+            out = fns[n](*args)
+            sync(out)
+            times[n].append((time.perf_counter() - t0) * 1e6 / R)
     del out
     return times
+
+
+def _time_rounds(f, args, R: int, rounds: int, warmup: int) -> list[float]:
+    """Per-call microseconds of each round of one fn: wall time of one call of R convs / R."""
+    return _time_interleaved({"f": f}, args, R, rounds, warmup)["f"]
+
+
+# -- device time (CUPTI trace) ----------------------------------------------------------------
+
+KernelEvent = tuple  # (start_ns, duration_ns, name)
+
+
+def cluster_kernel_events(events: Sequence[KernelEvent], *,
+                          gap_ns: float = DEVICE_GAP_NS) -> list[dict]:
+    """Group kernel events into clusters: sorted by start, a new cluster begins where a kernel
+    starts more than ``gap_ns`` after every kernel before it has ended. Exact duplicate events
+    count once. Each cluster: start_ns, end_ns, span_ns, busy_ns (sum of durations), kernels,
+    names (distinct kernel names, in order of first start)."""
+    evs = sorted({(float(s), float(d), str(n)) for s, d, n in events})
+    clusters: list[dict] = []
+    cur = None
+    for st, du, name in evs:
+        if cur is None or st - cur["end_ns"] > gap_ns:
+            cur = {"start_ns": st, "end_ns": st + du, "busy_ns": 0.0, "kernels": 0, "names": []}
+            clusters.append(cur)
+        cur["end_ns"] = max(cur["end_ns"], st + du)
+        cur["busy_ns"] += du
+        cur["kernels"] += 1
+        if name not in cur["names"]:
+            cur["names"].append(name)
+    for c in clusters:
+        c["span_ns"] = c["end_ns"] - c["start_ns"]
+    return clusters
+
+
+def device_times_from_events(events: Sequence[KernelEvent], calls: Sequence[str], R: int, *,
+                             gap_ns: float = DEVICE_GAP_NS) -> dict:
+    """Per-conv device times from the kernel events of a trace in which the jitted calls named
+    by ``calls`` (impl names, in call order, R convs each) ran separated by idle gaps.
+
+    Returns {"device_us": {impl: median span / R}, "kernel_us": {impl: median busy / R},
+    "device_samples_us": {impl: [span / R per call]}, "kernels": {impl: {"per_conv": median
+    kernel count / R, "names": [...]}}, "note": None or why the values are None}. The
+    clusters are assigned to the calls in order only when there are as many clusters as
+    calls; otherwise every value is None and the note says what was found."""
+    impls = list(dict.fromkeys(calls))
+    res: dict = {"device_us": {k: None for k in impls}, "kernel_us": {k: None for k in impls},
+                 "device_samples_us": {}, "kernels": {}, "note": None}
+    if not calls:
+        res["note"] = "no calls were traced"
+        return res
+    clusters = cluster_kernel_events(events, gap_ns=gap_ns)
+    if not clusters:
+        res["note"] = "no GPU kernel events in the trace"
+        return res
+    if len(clusters) != len(calls):
+        res["note"] = (f"{len(clusters)} clusters of GPU kernels (split at gaps > "
+                       f"{gap_ns / 1e6:g} ms) for {len(calls)} traced calls: not assigned")
+        return res
+    for k in impls:
+        mine = [c for c, name in zip(clusters, calls) if name == k]
+        spans = [c["span_ns"] / 1e3 / R for c in mine]
+        res["device_samples_us"][k] = spans
+        res["device_us"][k] = statistics.median(spans)
+        res["kernel_us"][k] = statistics.median(c["busy_ns"] / 1e3 / R for c in mine)
+        res["kernels"][k] = {"per_conv": statistics.median(c["kernels"] for c in mine) / R,
+                             "names": [n[:100] for n in mine[0]["names"][:8]]}
+    return res
+
+
+def kernel_events_from_profile(pd, *, plane_contains: str = "GPU",
+                               line_contains: str = "Stream") -> list[KernelEvent]:
+    """(start_ns, duration_ns, name) of the events on the lines whose name contains
+    ``line_contains`` of the planes whose name contains ``plane_contains`` of a
+    ``jax.profiler.ProfileData`` (GPU device planes are "/device:GPU:<i>", their kernel lines
+    "Stream #<n>...")."""
+    out = []
+    for plane in pd.planes:
+        if plane_contains not in plane.name:
+            continue
+        for line in plane.lines:
+            if line_contains not in line.name:
+                continue
+            for e in line.events:
+                out.append((float(e.start_ns), float(e.duration_ns), str(e.name)))
+    return out
+
+
+def _trace_kernel_events(body: Callable[[], None], *, plane_contains: str = "GPU",
+                         line_contains: str = "Stream") -> list[KernelEvent]:
+    """Run ``body`` inside one ``jax.profiler`` trace (a temporary directory, deleted after)
+    and return the kernel events of the GPU planes."""
+    import jax
+    d = tempfile.mkdtemp(prefix="fastconv-trace-")
+    try:
+        with jax.profiler.trace(d):
+            body()
+        pbs = sorted(glob.glob(os.path.join(d, "**", "*.xplane.pb"), recursive=True))
+        if not pbs:
+            raise RuntimeError("the trace wrote no .xplane.pb file")
+        events = []
+        for pb in pbs:
+            pd = jax.profiler.ProfileData.from_file(pb)
+            events += kernel_events_from_profile(pd, plane_contains=plane_contains,
+                                                 line_contains=line_contains)
+        return events
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def measure_device_time(fns: dict, args, R: int, *, calls: int = DEVICE_CALLS,
+                        sleep_s: float = DEVICE_SLEEP_S, gap_ns: float = DEVICE_GAP_NS,
+                        tracer: Callable | None = None) -> dict:
+    """Device span and kernel time per conv of each (already compiled) fn in ``fns``: one
+    trace in which every fn runs ``calls`` times, interleaved, each call followed by
+    ``block_until_ready`` and a ``sleep_s`` sleep, then ``device_times_from_events``. Never
+    raises: a failed trace gives None values and a note."""
+    import jax
+    order: list[str] = []
+
+    def body():
+        for _ in range(calls):
+            for n, f in fns.items():
+                out = f(*args)
+                jax.block_until_ready(out)
+                del out
+                order.append(n)
+                time.sleep(sleep_s)
+    try:
+        events = (tracer or _trace_kernel_events)(body)
+    except Exception as e:  # noqa: BLE001 - the device column is optional, never fatal
+        res = device_times_from_events([], list(fns), R)
+        res["note"] = f"trace failed: {type(e).__name__}: {e}"[:300]
+        return res
+    try:
+        return device_times_from_events(events, order, R, gap_ns=gap_ns)
+    except Exception as e:  # noqa: BLE001
+        res = device_times_from_events([], list(fns), R)
+        res["note"] = f"parsing the trace failed: {type(e).__name__}: {e}"[:300]
+        return res
 
 
 def _rel_err(out, ref) -> float:
@@ -439,25 +645,21 @@ def _torch_case(case: Case, spec, xs, ws, refs: dict, R: int, rounds: int, warmu
 
 
 def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | None = None,
-             R: int = DEFAULT_R, rounds: int = DEFAULT_ROUNDS, warmup: int = DEFAULT_WARMUP,
-             mem_cap_bytes: float = 2e9, max_bytes: float | None = None,
-             use_torch: bool = False, seed: int = 0) -> dict:
+             R: int | None = None, rounds: int = DEFAULT_ROUNDS, warmup: int = DEFAULT_WARMUP,
+             mem_cap_bytes: float = DEFAULT_MEM_CAP_GB * 1e9, max_bytes: float | None = None,
+             use_torch: bool = False, device_time: bool = False,
+             device_time_skip_note: str | None = None, seed: int = 0) -> dict:
     """Check and time one case. ``impls`` maps "fastconv", "lax_highest", "lax_default" to
-    traceable ``fn(x, w, case, spec)`` (inject a stand-in for fastconv in tests)."""
+    traceable ``fn(x, w, case, spec)`` (inject a stand-in for fastconv in tests). ``R``: None
+    for the adaptive R (``choose_reps``), else that R (>= 16; both lowered by the memory cap).
+    ``device_time``: also trace the jitted calls for the device span (GPU only)."""
     import jax
     spec = case.spec()
     d = spec.dims
     per_call = spec.min_bytes
-    r = R
-    note = None
-    if r * per_call > mem_cap_bytes:
-        r = max(MIN_R, int(mem_cap_bytes // per_call))
-        note = (f"R lowered from {R} to {r} by the memory cap ({mem_cap_bytes / 1e9:.1f} GB)"
-                if r * per_call <= mem_cap_bytes else
-                f"R = {r} uses {r * per_call / 1e9:.1f} GB, over the memory cap "
-                f"({mem_cap_bytes / 1e9:.1f} GB); kept at the minimum R = {MIN_R}")
     floor_s = roofline_floor_s(spec.flops, spec.min_bytes, ceilings["gemm_flop_per_s"],
                                ceilings["copy_bytes_per_s"])
+    r, note = choose_reps(floor_s * 1e6, per_call, R=R, mem_cap_bytes=mem_cap_bytes)
     row = {
         "set": case.set, "name": case.name, "count": case.count, "batch": case.N,
         "N": case.N, "C": case.C, "H": case.H, "W": case.W, "M": case.M,
@@ -469,6 +671,9 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
         "fastconv_us": None, "lax_highest_us": None, "lax_default_us": None, "torch_us": None,
         "speedup_vs_lax_highest": None, "speedup_vs_lax_default": None,
         "speedup_vs_torch": None, "pct_roofline": None, "pct_roofline_by_impl": {},
+        "device_us": {}, "kernel_us": {}, "speedup_device_vs_lax_highest": None,
+        "speedup_device_vs_lax_default": None, "pct_roofline_device": None,
+        "device_time_note": None if device_time else (device_time_skip_note or "not measured"),
         "rel_err": None, "correct": False, "rel_err_peers": {},
         "status": "ok", "error": None, "samples_us": {},
     }
@@ -499,14 +704,15 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
             o = f_def(xs, ws)
             row["rel_err_peers"]["lax_default"] = max(_rel_err(o[i], refs[i]) for i in slots)
             del o
-        timings = {}
+        timed = {}   # the jitted impls, in the order each round calls them
         if row["correct"]:
-            timings["fastconv"] = _time_rounds(f_fc, (xs, ws), r, rounds, warmup)
+            timed["fastconv"] = f_fc
         else:
             row["status"] = "wrong"
-        timings["lax_highest"] = _time_rounds(f_ref, (xs, ws), r, rounds, warmup)
+        timed["lax_highest"] = f_ref
         if f_def is not None:
-            timings["lax_default"] = _time_rounds(f_def, (xs, ws), r, rounds, warmup)
+            timed["lax_default"] = f_def
+        timings = _time_interleaved(timed, (xs, ws), r, rounds, warmup)
         if use_torch:
             try:
                 t = _torch_case(case, spec, xs, ws, refs, r, rounds, warmup)
@@ -515,6 +721,13 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
             except Exception as e:  # noqa: BLE001 - the torch column is optional
                 row["torch_error"] = f"{type(e).__name__}: {e}"[:300]
         del refs
+        if device_time:   # last: nothing else of this case runs after a trace
+            dt = measure_device_time(timed, (xs, ws), r)
+            row["device_us"] = dt["device_us"]
+            row["kernel_us"] = dt["kernel_us"]
+            row["device_samples_us"] = dt["device_samples_us"]
+            row["device_kernels"] = dt["kernels"]
+            row["device_time_note"] = dt["note"]
         for k, v in timings.items():
             row[f"{k}_us"] = statistics.median(v)
             row["samples_us"][k] = v
@@ -524,10 +737,16 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
             for p in PEERS:
                 row[f"speedup_vs_{p}"] = speedup(row[f"{p}_us"], ours)
             row["pct_roofline"] = pct_of_roofline(floor_s, ours * 1e-6)
+            ours_dev = row["device_us"].get("fastconv")
+            for p in DEVICE_PEERS:
+                row[f"speedup_device_vs_{p}"] = speedup(row["device_us"].get(p), ours_dev)
+            row["pct_roofline_device"] = pct_of_roofline(
+                floor_s, None if ours_dev is None else ours_dev * 1e-6)
     except Exception as e:  # noqa: BLE001 - one broken case must not lose the run
         row.update(status="error", error=f"{type(e).__name__}: {e}"[:500], correct=False,
                    fastconv_us=None, speedup_vs_lax_highest=None, speedup_vs_lax_default=None,
-                   speedup_vs_torch=None, pct_roofline=None)
+                   speedup_vs_torch=None, pct_roofline=None, speedup_device_vs_lax_highest=None,
+                   speedup_device_vs_lax_default=None, pct_roofline_device=None)
     finally:
         del xs, ws
     return row
@@ -611,22 +830,33 @@ def _write_json(d: dict, path: Path) -> None:
 
 def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                   impls: dict | None = None, explain: Callable | None = None,
-                  R: int = DEFAULT_R, rounds: int = DEFAULT_ROUNDS,
-                  warmup: int = DEFAULT_WARMUP, mem_cap_gb: float = 2.0,
+                  R: int | None = None, rounds: int = DEFAULT_ROUNDS,
+                  warmup: int = DEFAULT_WARMUP, mem_cap_gb: float | None = None,
                   max_gb: float | None = None, use_torch: bool | None = None,
+                  device_time: bool = True,
                   ceilings: dict | None = None, overheads: bool = True, plot: bool = True,
                   progress: bool = True, tag: str | None = None, extra_meta: dict | None = None,
                   log: Callable[[str], None] = print) -> dict:
     """Run the cases; write ``bench-<tag>.json`` (after every case, so a killed run keeps what
-    it measured), ``.png`` and ``.md`` under ``out_dir``; return the result dict."""
+    it measured), ``.png`` and ``.md`` under ``out_dir``; return the result dict.
+
+    ``R``: None for the adaptive R per case (``choose_reps``), else a fixed R >= 16.
+    ``mem_cap_gb``: None for 12 on a GPU, 2 on a CPU. ``device_time``: trace each case for
+    the device span (only on a GPU)."""
     import jax
-    if R < MIN_R:
+    if R is not None and R < MIN_R:
         raise ValueError(f"R must be >= {MIN_R}, got {R}")
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     gpus = _gpu_devices()
     on_gpu = bool(gpus)
     dev = (gpus or jax.devices())[0]
+    if mem_cap_gb is None:
+        mem_cap_gb = DEFAULT_MEM_CAP_GB if on_gpu else CPU_MEM_CAP_GB
+    trace_device = bool(device_time and on_gpu)
+    device_skip_note = (None if trace_device else
+                        "not measured: no GPU" if not on_gpu else
+                        "not measured (--no-device-time)")
     if impls is None:
         impls, explain0 = default_impls()
         explain = explain if explain is not None else explain0
@@ -682,10 +912,26 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
         "jax_version": jax.__version__, "jaxlib_version": jaxlib_version,
         "jax_fastconv_version": fc_version, "python": _platform.python_version(),
         "date": stamp.isoformat(timespec="seconds"), "git_commit": sha, "git_dirty": dirty,
-        "R": R, "R_min": MIN_R, "rounds": rounds, "warmup": warmup,
+        "R": R, "R_min": MIN_R, "R_max": MAX_R if R is None else R,
+        "R_mode": "adaptive" if R is None else "fixed",
+        "R_target_round_us": TARGET_ROUND_US if R is None else None,
+        "R_rule": (R_RULE if R is None else
+                   f"R = {R} (--reps), then lowered (not below {MIN_R}) to keep R x (input + "
+                   f"filter + output bytes) under the memory cap"),
+        "round_order": "interleaved: each round times fastconv, lax_highest, lax_default once, "
+                       "in that order (torch afterwards, its own rounds)",
+        "rounds": rounds, "warmup": warmup,
         "rel_tol": REL_TOL, "mem_cap_bytes": mem_cap_gb * 1e9, "max_bytes": max_bytes,
         "torch": torch_info if use_torch or torch_info != "not requested" else None,
         "torch_used": bool(use_torch),
+        "device_time": {
+            "measured": trace_device, "note": device_skip_note,
+            "calls_per_impl": DEVICE_CALLS, "sleep_ms": DEVICE_SLEEP_S * 1e3,
+            "cluster_gap_ms": DEVICE_GAP_NS / 1e6,
+            "method": "one jax.profiler (CUPTI) trace per case; GPU stream kernel events "
+                      "clustered at idle gaps, one cluster per call; device_us = median "
+                      "(cluster end - start) / R, kernel_us = median (sum of kernel "
+                      "durations) / R"},
         "ceilings": ceilings, "complete": False,
         "peers": dict(PEER_LABELS),
         "method": __doc__.split("Method (design.md, \"Measuring\"):", 1)[-1].strip(),
@@ -716,7 +962,8 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                                 f"K{case.KH}", refresh=False)
         row = run_case(case, impls=impls, ceilings=ceilings, explain=explain, R=R,
                        rounds=rounds, warmup=warmup, mem_cap_bytes=mem_cap_gb * 1e9,
-                       max_bytes=max_bytes, use_torch=use_torch, seed=i)
+                       max_bytes=max_bytes, use_torch=use_torch, device_time=trace_device,
+                       device_time_skip_note=device_skip_note, seed=i)
         result["cases"].append(row)
         if row["status"] == "wrong":
             msg = (f"WRONG: {case.set} {row.get('name') or ''} N{case.N} C{case.C} "
@@ -728,6 +975,17 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
             _write_json(result, json_path)
     if bar is not None:
         bar.close()
+    if overheads and trace_device and isinstance(result["overheads"], dict) \
+            and "error" not in result["overheads"]:
+        # The same small jitted calls again, after the per-case traces: a profiler that left
+        # a cost on every launch would show here (compare with the numbers before).
+        try:
+            after = measure_overheads(impls, None, calls=200)
+            result["overheads"]["after_device_traces"] = {
+                k: after[k] for k in ("dispatch_fastconv_us", "dispatch_lax_highest_us",
+                                      "jit_call_overhead_us")}
+        except Exception as e:  # noqa: BLE001
+            result["overheads"]["after_device_traces"] = {"error": f"{type(e).__name__}: {e}"[:300]}
     result["summary"] = summarize(result["cases"])
     meta["complete"] = True
     if json_path is not None:
@@ -761,17 +1019,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"where the JSON, PNG and Markdown summary go (default {DEFAULT_OUT})")
     p.add_argument("--quick", action="store_true",
                    help="the cases marked quick in each set, at the first batch only")
-    p.add_argument("--reps", type=int, default=DEFAULT_R, metavar="R",
-                   help=f"calls on distinct inputs per jitted call (>= {MIN_R}; default {DEFAULT_R})")
+    p.add_argument("--reps", type=int, default=None, metavar="R",
+                   help=f"calls on distinct inputs per jitted call, fixed (>= {MIN_R}; default: "
+                        f"adaptive per case, clamp(ceil({TARGET_ROUND_US:g} us / max(floor, "
+                        f"{FLOOR_MIN_US:g} us)), {MIN_R}, {MAX_R}))")
     p.add_argument("--rounds", type=int, default=None,
-                   help=f"timed rounds per impl, median reported (default {DEFAULT_ROUNDS})")
+                   help=f"timed rounds (each times every jitted impl once), median reported "
+                        f"(default {DEFAULT_ROUNDS})")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed calls first")
-    p.add_argument("--mem-cap-gb", type=float, default=2.0,
-                   help="lower R (not below 16) to keep R x (in+filter+out) under this")
+    p.add_argument("--mem-cap-gb", type=float, default=None,
+                   help=f"lower R (not below {MIN_R}) to keep R x (in+filter+out) under this "
+                        f"(default {DEFAULT_MEM_CAP_GB:g} on a GPU, {CPU_MEM_CAP_GB:g} on a CPU)")
     p.add_argument("--max-gb", type=float, default=None,
-                   help="skip cases whose 16 calls need more than this (default 40%% of the "
-                        "device memory)")
+                   help="skip cases whose R calls (R after the memory cap) need more than this "
+                        "(default 40%% of the device memory)")
     p.add_argument("--no-torch", action="store_true", help="leave out the torch/cuDNN column")
+    p.add_argument("--no-device-time", action="store_true",
+                   help="no CUPTI device span per case (on a GPU it is on by default)")
     p.add_argument("--no-plot", action="store_true", help="no PNG")
     p.add_argument("--sets-file", default=None, help="another layers.json")
     p.add_argument("--list-sets", action="store_true", help="print the sets and exit")
@@ -784,8 +1048,9 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "bench", help="benchmark fastconv against lax (and torch/cuDNN) with a roofline",
         description="Check every case against lax HIGHEST, then time fastconv and the peers "
-                    "(R calls on distinct inputs per jit, median of rounds); write a table, "
-                    "a JSON file with every number and a PNG plot.")
+                    "(R calls on distinct inputs per jit, median of interleaved rounds; on a "
+                    "GPU also the CUPTI device span); write a table, a JSON file with every "
+                    "number and a PNG plot.")
     add_arguments(p)
     p.set_defaults(func=cli_main)
     return p
@@ -819,7 +1084,7 @@ def cli_main(args) -> int:
             print(f"{name:14s} {len(s['cases']):3d} cases, batches {s.get('batches')}, "
                   f"padding {s.get('padding')}: {s.get('description', '')}")
         return 0
-    if args.reps < MIN_R:
+    if args.reps is not None and args.reps < MIN_R:
         print(f"error: --reps must be >= {MIN_R}", file=sys.stderr)
         return 2
     use_torch = not args.no_torch
@@ -838,11 +1103,15 @@ def cli_main(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     rounds = args.rounds if args.rounds is not None else DEFAULT_ROUNDS
-    print(f"{len(cases)} cases on {jax.devices()[0].device_kind}; R = {args.reps}, "
-          f"median of {rounds} rounds; sets file {sets['_path']}")
+    r_text = (f"R = {args.reps}" if args.reps is not None else
+              f"R adaptive ({MIN_R}-{MAX_R}, ~{TARGET_ROUND_US / 1e3:g} ms of roofline work "
+              f"per call)")
+    print(f"{len(cases)} cases on {jax.devices()[0].device_kind}; {r_text}, median of "
+          f"{rounds} interleaved rounds; sets file {sets['_path']}")
     result = run_benchmark(
         cases, out_dir=args.out, R=args.reps, rounds=rounds, warmup=args.warmup,
         mem_cap_gb=args.mem_cap_gb, max_gb=args.max_gb, use_torch=use_torch and on_gpu,
+        device_time=not getattr(args, "no_device_time", False),
         plot=not args.no_plot, progress=not args.no_progress, tag=args.tag,
         extra_meta={"argv": sys.argv[1:], "quick": bool(args.quick)})
     print(format_table(result))
@@ -857,6 +1126,17 @@ def cli_main(args) -> int:
         print(f"overheads: plan new shape {fmt(oh.get('plan_new_shape_us'))}, cached "
               f"{fmt(oh.get('plan_cached_shape_us'))}; one small jitted call: fastconv "
               f"{fmt(oh.get('dispatch_fastconv_us'))}, lax {fmt(oh.get('dispatch_lax_highest_us'))}")
+        aft = oh.get("after_device_traces") or {}
+        if aft and "error" not in aft:
+            print(f"  the same after the device traces: fastconv "
+                  f"{fmt(aft.get('dispatch_fastconv_us'))}, lax "
+                  f"{fmt(aft.get('dispatch_lax_highest_us'))}")
+    dt = m.get("device_time") or {}
+    if dt.get("measured"):
+        n_dev = sum(1 for row in result["cases"]
+                    if (row.get("device_us") or {}).get("lax_highest"))
+        print(f"device span (CUPTI): {n_dev} of {len(result['cases'])} cases have one; see "
+              f"device_time_note in the JSON for the others")
     files = m.get("files") or {}
     for k in ("json", "png", "md"):
         if files.get(k):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: adaptive R (meta.R None), interleaved rounds, device span columns
 
 # Peers, in the order of the columns. "lax_default" is TF32 on Hopper: not the same
 # arithmetic as ours (fp32 FMA), so its column is labelled that way everywhere.
@@ -19,12 +19,17 @@ PEER_LABELS = {
     "lax_default": "lax DEFAULT (TF32 on Hopper)",
     "torch": "torch/cuDNN fp32",
 }
+# Peers with a device span (CUPTI trace of the jitted calls); torch keeps its CUDA-event time.
+DEVICE_PEERS = ("lax_highest", "lax_default")
+WALL_LABEL = "wall/R (prescribed)"
+DEVICE_LABEL = "device span (CUPTI)"
 
 META_KEYS = {
     "schema_version": int, "device": str, "platform": str, "gpu_found": bool,
-    "jax_version": str, "date": str, "git_commit": (str, type(None)), "R": int,
+    "jax_version": str, "date": str, "git_commit": (str, type(None)), "R": (int, type(None)),
     "rounds": int, "warmup": int, "ceilings": dict, "complete": bool, "method": str,
 }
+META_KEYS_V2 = {"R_rule": str, "R_mode": str, "device_time": dict}
 CEILING_KEYS = ("copy_bytes_per_s", "gemm_flop_per_s")
 _NUM = (int, float)
 _OPT_NUM = (int, float, type(None))
@@ -36,6 +41,11 @@ CASE_KEYS = {
     "speedup_vs_lax_default": _OPT_NUM, "speedup_vs_torch": _OPT_NUM,
     "pct_roofline": _OPT_NUM, "rel_err": _OPT_NUM, "correct": bool,
     "method": (str, type(None)), "status": str, "R": int,
+}
+CASE_KEYS_V2 = {
+    "device_us": dict, "kernel_us": dict, "speedup_device_vs_lax_highest": _OPT_NUM,
+    "speedup_device_vs_lax_default": _OPT_NUM, "pct_roofline_device": _OPT_NUM,
+    "device_time_note": (str, type(None)),
 }
 STATUSES = ("ok", "wrong", "skipped", "error")
 
@@ -73,7 +83,10 @@ def geomean(values: Iterable[float | None]) -> float | None:
 
 def summarize(cases: Sequence[dict]) -> dict:
     """Geometric means of the speedups and of % of roofline, per set, per set x batch and
-    per set x batch x layout (this last only when a set ran in more than one layout)."""
+    per set x batch x layout (this last only when a set ran in more than one layout): wall/R
+    (``geomean_speedup_vs_*``, ``geomean_pct_roofline``) and device span
+    (``geomean_speedup_device_vs_*``, ``geomean_pct_roofline_device``; None where no case
+    has one)."""
     def block(rows):
         ok = [r for r in rows if r.get("status") == "ok" and r.get("correct")]
         out = {"cases": len(rows), "timed": len(ok),
@@ -85,6 +98,11 @@ def summarize(cases: Sequence[dict]) -> dict:
             out[f"geomean_speedup_vs_{p}"] = geomean(vals)
             out[f"n_vs_{p}"] = sum(1 for v in vals if v is not None)
         out["geomean_pct_roofline"] = geomean(r.get("pct_roofline") for r in ok)
+        for p in DEVICE_PEERS:
+            vals = [r.get(f"speedup_device_vs_{p}") for r in ok]
+            out[f"geomean_speedup_device_vs_{p}"] = geomean(vals)
+            out[f"n_device_vs_{p}"] = sum(1 for v in vals if v is not None)
+        out["geomean_pct_roofline_device"] = geomean(r.get("pct_roofline_device") for r in ok)
         out["wins_vs_lax_highest"] = sum(1 for r in ok if (r.get("speedup_vs_lax_highest") or 0) > 1)
         return out
 
@@ -132,6 +150,13 @@ def validate_result(d: dict) -> bool:
     meta = d.get("meta", {})
     for k, t in META_KEYS.items():
         need(meta, k, t, "meta")
+    version = meta.get("schema_version") if isinstance(meta, dict) else None
+    v2 = isinstance(version, int) and version >= 2
+    if v2:
+        for k, t in META_KEYS_V2.items():
+            need(meta, k, t, "meta")
+    elif isinstance(meta, dict) and meta.get("R", 0) is None:
+        problems.append("meta.R: null needs schema_version >= 2")
     ceil = meta.get("ceilings", {}) if isinstance(meta, dict) else {}
     for k in CEILING_KEYS:
         need(ceil, k, _NUM, "meta.ceilings")
@@ -149,6 +174,13 @@ def validate_result(d: dict) -> bool:
             need(c, k, t, where)
         if not isinstance(c, dict):
             continue
+        for k, t in CASE_KEYS_V2.items():   # optional before schema 2
+            if v2 or k in c:
+                need(c, k, t, where)
+        for k in ("device_us", "kernel_us"):
+            for impl, v in (c.get(k) or {}).items() if isinstance(c.get(k), dict) else ():
+                if v is not None and (isinstance(v, bool) or not isinstance(v, _NUM) or v <= 0):
+                    problems.append(f"{where}.{k}.{impl}: {v!r} is not a positive number or null")
         st = c.get("status")
         if st not in STATUSES:
             problems.append(f"{where}.status {st!r} not in {STATUSES}")
@@ -156,9 +188,14 @@ def validate_result(d: dict) -> bool:
             problems.append(f"{where}: status ok but not correct")
         if not c.get("correct"):
             for k in ("speedup_vs_lax_highest", "speedup_vs_lax_default", "speedup_vs_torch",
-                      "pct_roofline", "fastconv_us"):
+                      "pct_roofline", "fastconv_us", "speedup_device_vs_lax_highest",
+                      "speedup_device_vs_lax_default", "pct_roofline_device"):
                 if c.get(k) is not None:
                     problems.append(f"{where}: not correct, yet {k} = {c.get(k)}")
+            dev = c.get("device_us")
+            if isinstance(dev, dict) and dev.get("fastconv") is not None:
+                problems.append(f"{where}: not correct, yet device_us.fastconv = "
+                                f"{dev['fastconv']}")
         if c.get("correct") and c.get("rel_err") is None:
             problems.append(f"{where}: correct without a rel_err")
         if st == "ok":
@@ -190,10 +227,21 @@ def case_label(c: dict) -> str:
     return f"N{c['N']} C{c['C']} {hw} M{c['M']} K{k}{st} {c['padding'][0]} {c['layout']}"
 
 
+def has_device_time(result: dict) -> bool:
+    """Whether any case of the result has a device span (a number, not None)."""
+    return any(v is not None for c in result.get("cases", [])
+               for v in (c.get("device_us") or {}).values())
+
+
 def format_table(result: dict) -> str:
-    """The end-of-run table: one line per case, grouped by set, then the geomeans."""
-    cols = ["case", "ours us", "laxH us", "laxD us", "torch us", "xlaxH", "xlaxD(TF32)",
-            "xtorch", "%roof", "rel_err", "method"]
+    """The end-of-run table: one line per case, grouped by set, then the geomeans. The
+    device-span columns ("dev ...") appear when any case has one."""
+    dev = has_device_time(result)
+    cols = ["case", "R", "ours us", "laxH us", "laxD us", "torch us", "xlaxH", "xlaxD(TF32)",
+            "xtorch", "%roof"]
+    if dev:
+        cols += ["dev us", "dev xlaxH", "dev xlaxD", "dev %roof"]
+    cols += ["rel_err", "method"]
     rows = []
     for c in result["cases"]:
         if c["status"] == "skipped":
@@ -203,12 +251,19 @@ def format_table(result: dict) -> str:
             rows.append((c["set"], [case_label(c), "ERROR: " + (c.get("error") or "")[:80]]))
             continue
         ours = _f(c["fastconv_us"]) if c["correct"] else "WRONG"
-        rows.append((c["set"], [
-            case_label(c), ours, _f(c["lax_highest_us"]), _f(c["lax_default_us"]),
-            _f(c["torch_us"]), _f(c["speedup_vs_lax_highest"], "{:.2f}"),
+        cells = [
+            case_label(c), str(c.get("R", "-")), ours, _f(c["lax_highest_us"]),
+            _f(c["lax_default_us"]), _f(c["torch_us"]),
+            _f(c["speedup_vs_lax_highest"], "{:.2f}"),
             _f(c["speedup_vs_lax_default"], "{:.2f}"), _f(c["speedup_vs_torch"], "{:.2f}"),
-            _f(c["pct_roofline"], "{:.1f}"), _f(c["rel_err"], "{:.1e}"),
-            c.get("method") or "-"]))
+            _f(c["pct_roofline"], "{:.1f}")]
+        if dev:
+            cells += [_f((c.get("device_us") or {}).get("fastconv")),
+                      _f(c.get("speedup_device_vs_lax_highest"), "{:.2f}"),
+                      _f(c.get("speedup_device_vs_lax_default"), "{:.2f}"),
+                      _f(c.get("pct_roofline_device"), "{:.1f}")]
+        cells += [_f(c["rel_err"], "{:.1e}"), c.get("method") or "-"]
+        rows.append((c["set"], cells))
     full = [r for _, r in rows if len(r) == len(cols)]
     widths = [max([len(cols[i])] + [len(r[i]) for r in full]) for i in range(len(cols))]
 
@@ -228,55 +283,111 @@ def format_table(result: dict) -> str:
             out.append(line(cols))
         out.append(line(r))
     out.append("")
+    if dev:
+        out.append(f"us = {WALL_LABEL} per conv; dev = {DEVICE_LABEL} per conv.")
     out.append(format_summary(result))
     return "\n".join(out)
 
 
 def format_summary(result: dict) -> str:
     summ = result.get("summary") or summarize(result["cases"])
+    dev = has_device_time(result)
     head = ["set/batch", "timed", "wrong", "skip", "geo xlaxH", "geo xlaxD(TF32)", "geo xtorch",
             "geo %roof"]
+    if dev:
+        head += ["dev xlaxH", "dev xlaxD(TF32)", "dev %roof"]
     items = list(summ["by_set"].items()) + list(summ["by_set_batch"].items())
     kw = max([len(head[0])] + [len(k) for k, _ in items])
     head[0] = head[0].ljust(kw)
-    lines = ["Geometric means over correct, timed cases (x > 1: fastconv faster):",
+    lines = ["Geometric means over correct, timed cases (x > 1: fastconv faster"
+             + (f"; geo = {WALL_LABEL}, dev = {DEVICE_LABEL}" if dev else "") + "):",
              "  ".join(head)]
     for key, b in items:
-        lines.append("  ".join([
+        cells = [
             key.ljust(kw), str(b["timed"]).rjust(5), str(b["wrong"]).rjust(5),
             str(b["skipped"]).rjust(4),
             _f(b["geomean_speedup_vs_lax_highest"], "{:.2f}").rjust(len(head[4])),
             _f(b["geomean_speedup_vs_lax_default"], "{:.2f}").rjust(len(head[5])),
             _f(b["geomean_speedup_vs_torch"], "{:.2f}").rjust(len(head[6])),
-            _f(b["geomean_pct_roofline"], "{:.1f}").rjust(len(head[7]))]))
+            _f(b["geomean_pct_roofline"], "{:.1f}").rjust(len(head[7]))]
+        if dev:
+            cells += [
+                _f(b.get("geomean_speedup_device_vs_lax_highest"), "{:.2f}").rjust(len(head[8])),
+                _f(b.get("geomean_speedup_device_vs_lax_default"), "{:.2f}").rjust(len(head[9])),
+                _f(b.get("geomean_pct_roofline_device"), "{:.1f}").rjust(len(head[10]))]
+        lines.append("  ".join(cells))
     return "\n".join(lines)
 
 
+def _r_text(m: dict, cases: Sequence[dict]) -> str:
+    """"R = 16 calls" or "R calls (R adaptive per case, here 16-64 ...)"."""
+    rs = sorted({c["R"] for c in cases if isinstance(c.get("R"), int)
+                 and c.get("status") in ("ok", "wrong")})
+    here = "" if not rs else f", here {rs[0]}" if len(rs) == 1 else f", here {rs[0]}-{rs[-1]}"
+    if m.get("R") is None:
+        return (f"R calls (R adaptive per case{here}: about 4 ms of roofline work per call, "
+                "16 to 64, lowered by the memory cap)")
+    if rs and rs != [m["R"]]:
+        return f"R = {m['R']} calls (the memory cap lowered it on some cases{here})"
+    return f"R = {m['R']} calls"
+
+
 def markdown_summary(result: dict) -> str:
-    """A Markdown table of the geomeans per set x batch, for the README."""
+    """A Markdown table of the geomeans per set x batch, for the README: the wall/R speedups
+    and, when any case has one, the device-span speedups next to them."""
     m = result["meta"]
     summ = result.get("summary") or summarize(result["cases"])
+    dev = has_device_time(result)
+    dt = m.get("device_time") or {}
+    if dev:
+        dev_text = (f" {DEVICE_LABEL}: GPU kernel span of each jitted call from a CUPTI trace, "
+                    "/ R, median of 3 calls; it leaves out the call's host-side fixed cost "
+                    "(no torch column: torch keeps its CUDA-event time).")
+    elif dt.get("note"):
+        dev_text = f" {DEVICE_LABEL}: {dt['note']}."
+    elif "device_time" in m:
+        dev_text = f" {DEVICE_LABEL}: no case got one (see device_time_note per case)."
+    else:
+        dev_text = ""
     lines = [
         f"Device: {m['device']} ({m['platform']}), jax {m['jax_version']}, {m['date'][:10]}, "
         f"commit {(m.get('git_commit') or 'unknown')[:10]}. Each case checked against lax "
-        f"HIGHEST (rel. err <= 1e-5) before timing; R = {m['R']} calls on distinct inputs per "
-        f"jit, median of {m['rounds']} rounds. Speedup = peer time / fastconv time "
+        f"HIGHEST (rel. err <= 1e-5) before timing; {_r_text(m, result.get('cases', []))} "
+        f"on distinct inputs per jit; {WALL_LABEL}: wall time of the call / R, median of "
+        f"{m['rounds']} rounds"
+        + (" interleaved across impls" if "round_order" in m else "")
+        + f".{dev_text} Speedup = peer time / fastconv time "
         "(geometric mean over the set's correct cases); lax DEFAULT is TF32 on Hopper, "
         "not the same arithmetic.",
         "",
-        "| set | batch | cases | vs lax HIGHEST | vs lax DEFAULT (TF32) | vs torch/cuDNN fp32 "
-        "| % of roofline |",
-        "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    if dev:
+        lines += [
+            f"| set | batch | cases | {WALL_LABEL}: vs lax HIGHEST | vs lax DEFAULT (TF32) "
+            f"| vs torch/cuDNN fp32 | % of roofline | {DEVICE_LABEL}: vs lax HIGHEST "
+            "| vs lax DEFAULT (TF32) | % of roofline |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+    else:
+        lines += [
+            "| set | batch | cases | vs lax HIGHEST | vs lax DEFAULT (TF32) | vs torch/cuDNN fp32 "
+            "| % of roofline |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
     for key, b in summ["by_set_batch"].items():
         s, bb = key.rsplit("/b", 1)
-        lines.append(
+        row = (
             f"| {s} | {bb} | {b['timed']}"
             + (f" ({b['wrong']} wrong)" if b["wrong"] else "")
             + f" | {_f(b['geomean_speedup_vs_lax_highest'], '{:.2f}x')}"
             f" | {_f(b['geomean_speedup_vs_lax_default'], '{:.2f}x')}"
             f" | {_f(b['geomean_speedup_vs_torch'], '{:.2f}x')}"
             f" | {_f(b['geomean_pct_roofline'], '{:.1f}%')} |")
+        if dev:
+            row += (f" {_f(b.get('geomean_speedup_device_vs_lax_highest'), '{:.2f}x')}"
+                    f" | {_f(b.get('geomean_speedup_device_vs_lax_default'), '{:.2f}x')}"
+                    f" | {_f(b.get('geomean_pct_roofline_device'), '{:.1f}%')} |")
+        lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -311,6 +422,9 @@ def plot_result(result: dict, path: str) -> str | None:
             ax1.plot([i], [c["speedup_vs_lax_default"]], "v", color="k", ms=4)
         if c["speedup_vs_torch"]:
             ax1.plot([i], [c["speedup_vs_torch"]], "o", color="dimgray", mfc="none", ms=4)
+        if c.get("speedup_device_vs_lax_highest"):
+            ax1.plot([i], [c["speedup_device_vs_lax_highest"]], "D", color="k", mfc="none",
+                     ms=3.5)
         if c["pct_roofline"]:
             ax2.bar(i, c["pct_roofline"], color=col, width=0.8)
         lh = (c.get("pct_roofline_by_impl") or {}).get("lax_highest")
@@ -321,8 +435,9 @@ def plot_result(result: dict, path: str) -> str | None:
     ax1.set_ylabel("speedup (peer time / fastconv time)")
     fig.suptitle(f"jax_fastconv on {result['meta']['device']} ({result['meta']['date'][:10]})",
                  fontsize=10)
-    ax1.set_title("speedup: bars vs lax HIGHEST, v vs lax DEFAULT (TF32), o vs torch/cuDNN "
-                  "fp32; red x = wrong (not timed)", fontsize=8)
+    ax1.set_title("speedup (wall/R): bars vs lax HIGHEST, v vs lax DEFAULT (TF32), o vs "
+                  "torch/cuDNN fp32; diamond: device span (CUPTI) vs lax HIGHEST; red x = "
+                  "wrong (not timed)", fontsize=8)
     ax2.set_yscale("log")
     ax2.set_ylabel("% of roofline (floor / time)")
     ax2.set_title("% of roofline (max(FLOP/GEMM rate, bytes/copy bandwidth) / time): bars "

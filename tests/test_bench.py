@@ -1,5 +1,7 @@
 """The benchmark harness on CPU: layer sets, roofline arithmetic, geomeans, the JSON schema on
-a tiny real run, the no-GPU CLI path, and a wrong implementation caught before timing.
+a tiny real run, the no-GPU CLI path, a wrong implementation caught before timing, the
+adaptive R, interleaved rounds, and the device-span parsing on synthetic kernel events (one
+`gpu`-marked test runs the real CUPTI trace).
 
 Never asserts a timing (design.md: tests never time). Uses lax as the stand-in for fastconv
 wherever the package's own conv is not importable.
@@ -15,7 +17,8 @@ from jax import lax
 
 from jax_fastconv import bench
 from jax_fastconv.bench import Case
-from jax_fastconv.bench_report import (geomean, pct_of_roofline, roofline_floor_s, summarize,
+from jax_fastconv.bench_report import (SCHEMA_VERSION, geomean, markdown_summary,
+                                       pct_of_roofline, roofline_floor_s, summarize,
                                        validate_result)
 
 # Ceilings that make the arithmetic easy: 1 TFLOP/s and 1 TB/s.
@@ -193,12 +196,21 @@ TINY = [Case("tiny", 1, 1, 8, 8, 4, 3, 3, layout="NHWC"),
         Case("tiny", 2, 3, 9, 9, 4, 3, 3, stride=(2, 2), padding="SAME", layout="NCHW")]
 
 
-def test_tiny_run_schema(tmp_path):
+def test_tiny_run_schema(tmp_path, monkeypatch):
     impls, explain = _real_or_standin()
+    seen = []   # the impls of every _time_interleaved call: one call per case, all impls
+    real = bench._time_interleaved
+
+    def spy(fns, *a, **k):
+        seen.append(list(fns))
+        return real(fns, *a, **k)
+    monkeypatch.setattr(bench, "_time_interleaved", spy)
     res = bench.run_benchmark(TINY, out_dir=str(tmp_path), impls=impls, explain=explain, R=16,
                               rounds=2, warmup=1, ceilings=dict(CEIL), overheads=True,
                               plot=False, progress=False, tag="t", log=lambda s: None)
     assert validate_result(res)
+    seen = [x for x in seen if x != ["f"]]   # _time_rounds (overheads) times one fn
+    assert seen == [["fastconv", "lax_highest", "lax_default"]] * len(TINY)
     on_disk = json.loads(next(tmp_path.glob("bench-t-*.json")).read_text())
     assert validate_result(on_disk)
     assert on_disk["meta"]["complete"] is True and on_disk["meta"]["R"] == 16
@@ -212,6 +224,11 @@ def test_tiny_run_schema(tmp_path):
         assert c["pct_roofline"] == pytest.approx(100 * c["floor_us"] / c["fastconv_us"])
         assert c["torch_us"] is None and c["speedup_vs_torch"] is None
         assert len(c["samples_us"]["fastconv"]) == 2
+        assert c["device_us"] == {} and c["speedup_device_vs_lax_highest"] is None
+        assert c["device_time_note"] == "not measured: no GPU"
+    assert on_disk["meta"]["schema_version"] == SCHEMA_VERSION >= 2
+    assert on_disk["meta"]["R_mode"] == "fixed"
+    assert on_disk["meta"]["device_time"]["measured"] is False
     oh = on_disk["overheads"]
     assert oh["dispatch_fastconv_us"] > 0 and oh["dispatch_lax_highest_us"] > 0
     assert "by_set" in on_disk["summary"] and "tiny/b1" in on_disk["summary"]["by_set_batch"]
@@ -265,7 +282,7 @@ def test_no_gpu_main(tmp_path, capsys, monkeypatch):
     impls, explain = _real_or_standin()
     monkeypatch.setattr(bench, "default_impls", lambda: (impls, explain))
     rc = bench.main(["--out", str(tmp_path), "--reps", "16", "--rounds", "2", "--warmup", "1",
-                     "--no-progress", "--set", "paper-multi"])
+                     "--no-progress", "--set", "paper-multi", "--quick"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "No GPU found" in out
@@ -274,7 +291,9 @@ def test_no_gpu_main(tmp_path, capsys, monkeypatch):
     d = json.loads(js[0].read_text())
     validate_result(d)
     assert d["meta"]["gpu_found"] is False
-    assert {c["set"] for c in d["cases"]} == {"cpu-smoke"}
+    assert {c["set"] for c in d["cases"]} == {"cpu-smoke"} and d["meta"]["quick"] is True
+    assert d["meta"]["R"] == 16 and d["meta"]["R_mode"] == "fixed"
+    assert d["meta"]["mem_cap_bytes"] == bench.CPU_MEM_CAP_GB * 1e9
     assert all(c["correct"] for c in d["cases"])
     try:
         import matplotlib  # noqa: F401  (the "bench" extra; CI installs only "test")
@@ -299,3 +318,339 @@ def test_register_cli():
     assert {c.layout for c in cases} == {"NHWC", "NCHW"}
     assert {c.N for c in cases} == {8}
     assert any(c.set == "custom" for c in cases)
+    assert a.reps is None and a.mem_cap_gb is None and a.no_device_time is False  # adaptive R
+    a = p.parse_args(["bench", "--reps", "48", "--no-device-time", "--mem-cap-gb", "4"])
+    assert a.reps == 48 and a.no_device_time is True and a.mem_cap_gb == 4.0
+
+
+# -- adaptive R ---------------------------------------------------------------------------
+
+def test_adaptive_reps_rule():
+    # clamp(ceil(4000 / max(floor_us, 10)), 16, 64)
+    assert bench.adaptive_reps(0.3) == 64          # tiny floors count as 10 us: 400 -> 64
+    assert bench.adaptive_reps(10.0) == 64
+    assert bench.adaptive_reps(62.5) == 64         # exactly 64
+    assert bench.adaptive_reps(70.0) == 58         # ceil(57.1)
+    assert bench.adaptive_reps(100.0) == 40
+    assert bench.adaptive_reps(200.0) == 20
+    assert bench.adaptive_reps(250.0) == 16
+    assert bench.adaptive_reps(5000.0) == 16       # never below 16
+    assert bench.adaptive_reps(float("nan")) == 64 and bench.adaptive_reps(0.0) == 64
+    assert bench.adaptive_reps(1.0, target_us=200.0) == 20    # floors under 10 us count as 10
+    assert (bench.MIN_R, bench.MAX_R, bench.TARGET_ROUND_US) == (16, 64, 4000.0)
+
+
+def test_choose_reps_memory_cap():
+    mb = 1e6
+    assert bench.choose_reps(1.0, mb, mem_cap_bytes=1e12) == (64, None)      # adaptive
+    assert bench.choose_reps(100.0, mb, mem_cap_bytes=1e12) == (40, None)
+    assert bench.choose_reps(1.0, mb, R=32, mem_cap_bytes=1e12) == (32, None)  # --reps
+    r, note = bench.choose_reps(1.0, mb, mem_cap_bytes=20 * mb)     # cap below adaptive R
+    assert r == 20 and "lowered from 64 to 20" in note
+    r, note = bench.choose_reps(100.0, mb, mem_cap_bytes=50 * mb)   # cap above adaptive R
+    assert (r, note) == (40, None)
+    r, note = bench.choose_reps(1.0, mb, mem_cap_bytes=3 * mb)      # never below 16
+    assert r == 16 and "over the memory cap" in note
+    r, note = bench.choose_reps(1.0, mb, R=48, mem_cap_bytes=30 * mb)
+    assert r == 30 and "lowered from 48 to 30" in note
+
+
+def test_run_case_adaptive_R_and_guard():
+    impls = dict(STANDIN)
+    c = Case("big", 1, 1, 64, 64, 8, 3, 3)   # floor well under 10 us at CEIL: R = 64
+    per = c.spec().min_bytes
+    row = bench.run_case(c, impls=impls, ceilings=dict(CEIL), rounds=1, warmup=0,
+                         mem_cap_bytes=1e12, max_bytes=1.0)   # skipped: nothing compiled
+    assert row["status"] == "skipped" and row["R"] == 64 and row["note"].endswith("(--max-gb)")
+    row = bench.run_case(c, impls=impls, ceilings=dict(CEIL), rounds=1, warmup=0,
+                         mem_cap_bytes=per * 24, max_bytes=1.0)
+    assert row["R"] == 24
+    slow = {"copy_bytes_per_s": 1e12, "gemm_flop_per_s": 1e12 * c.spec().flops / 1e12 / 200e-6}
+    row = bench.run_case(c, impls=impls, ceilings=slow, rounds=1, warmup=0,
+                         mem_cap_bytes=1e12, max_bytes=1.0)   # floor 200 us: R = 20
+    assert row["floor_us"] == pytest.approx(200.0) and row["R"] == 20
+
+
+# -- interleaved rounds -------------------------------------------------------------------
+
+def test_time_interleaved_order():
+    calls = []
+
+    def make(name):
+        def f(x):
+            calls.append(name)
+            return x
+        return f
+    fns = {"fastconv": make("fastconv"), "lax_highest": make("lax_highest"),
+           "lax_default": make("lax_default")}
+    t = bench._time_interleaved(fns, (1,), 16, rounds=7, warmup=2, sync=lambda o: o)
+    assert calls == ["fastconv", "lax_highest", "lax_default"] * 9
+    assert list(t) == list(fns) and all(len(v) == 7 for v in t.values())
+    assert all(v >= 0 for vs in t.values() for v in vs)
+    assert len(bench._time_rounds(make("x"), (1,), 1, 3, 0)) == 3
+
+
+# -- device span: parsing synthetic kernel events ------------------------------------------
+
+def _call_events(t0_ns, kernels):
+    """Kernel events of one call starting at t0: kernels = [(gap_before_ns, dur_ns, name)]."""
+    out, t = [], t0_ns
+    for gap, dur, name in kernels:
+        t += gap
+        out.append((t, dur, name))
+        t += dur
+    return out
+
+
+def test_cluster_kernel_events():
+    ev = (_call_events(0, [(0, 1000, "a"), (500, 2000, "b")])              # 0 .. 3500
+          + _call_events(10e6, [(0, 4000, "c")])                           # 4 ms later
+          + [(10e6 + 100, 1000, "d")])                                    # overlaps c
+    cl = bench.cluster_kernel_events(list(reversed(ev)))                   # order of input
+    assert len(cl) == 2
+    assert cl[0]["span_ns"] == 3500 and cl[0]["busy_ns"] == 3000 and cl[0]["kernels"] == 2
+    assert cl[0]["names"] == ["a", "b"]
+    assert cl[1]["span_ns"] == 4000 and cl[1]["busy_ns"] == 5000 and cl[1]["kernels"] == 2
+    # a gap of exactly 1.5 ms stays in the cluster, longer splits
+    assert len(bench.cluster_kernel_events([(0, 10, "a"), (1.5e6 + 10, 10, "b")])) == 1
+    assert len(bench.cluster_kernel_events([(0, 10, "a"), (1.5e6 + 11, 10, "b")])) == 2
+    # gaps measured from the latest end so far, not from the previous kernel's end
+    long_then_short = [(0, 5e6, "long"), (1e3, 10, "short"), (5e6 + 1e6, 10, "next")]
+    assert len(bench.cluster_kernel_events(long_then_short)) == 1
+    assert len(bench.cluster_kernel_events([(0, 10, "a"), (0, 10, "a")])) == 1   # duplicate
+    assert bench.cluster_kernel_events([]) == []
+
+
+def test_device_times_from_events():
+    R = 16
+    calls = ["fastconv", "lax_highest", "lax_default"] * 3
+    spans = {"fastconv": 32e3, "lax_highest": 96e3, "lax_default": 64e3}   # ns per call
+    ev, t = [], 0.0
+    for i, name in enumerate(calls):
+        extra = 1.0 + 0.5 * (i // 3 == 1)        # the second call of each impl is slower
+        if name == "fastconv":
+            ks = [(0, spans[name] * extra, "fastconv_kernel")]
+        else:   # lax: transposes + conv with idle gaps in between
+            d = spans[name] * extra
+            ks = [(0, 0.1 * d, "transpose"), (0.1 * d, 0.6 * d, "cudnn_conv"),
+                  (0.1 * d, 0.1 * d, "transpose")]
+        ev += _call_events(t, ks)
+        t += 5e6
+    res = bench.device_times_from_events(ev, calls, R)
+    assert res["note"] is None
+    assert res["device_us"]["fastconv"] == pytest.approx(32.0 / R)
+    assert res["device_us"]["lax_highest"] == pytest.approx(96.0 / R)
+    assert res["device_us"]["lax_default"] == pytest.approx(64.0 / R)
+    assert res["kernel_us"]["fastconv"] == pytest.approx(32.0 / R)
+    assert res["kernel_us"]["lax_highest"] == pytest.approx(0.8 * 96.0 / R)
+    assert len(res["device_samples_us"]["lax_highest"]) == 3
+    assert res["kernels"]["lax_highest"]["per_conv"] == pytest.approx(3 / R)
+    assert res["kernels"]["lax_highest"]["names"] == ["transpose", "cudnn_conv"]
+    # a stray kernel: 10 clusters for 9 calls -> None and a note, never an exception
+    bad = bench.device_times_from_events(ev + [(t + 5e6, 100, "stray")], calls, R)
+    assert bad["device_us"] == {"fastconv": None, "lax_highest": None, "lax_default": None}
+    assert bad["kernel_us"]["fastconv"] is None and "10 clusters" in bad["note"]
+    empty = bench.device_times_from_events([], calls, R)
+    assert empty["device_us"]["fastconv"] is None and "no GPU kernel events" in empty["note"]
+    assert bench.device_times_from_events(ev, [], R)["note"] == "no calls were traced"
+
+
+def test_measure_device_time_with_fake_tracer():
+    calls = []
+
+    def make(name):
+        def f(x):
+            calls.append(name)
+            return x
+        return f
+    fns = {"fastconv": make("fastconv"), "lax_highest": make("lax_highest")}
+
+    def tracer(body):
+        body()   # one synthetic cluster per call made, span = 1 us x (1 + index of impl) x R
+        return [(i * 5e6, 1e3 * 16 * (1 + list(fns).index(n)), n) for i, n in enumerate(calls)]
+    res = bench.measure_device_time(fns, (0,), 16, sleep_s=0.0, tracer=tracer)
+    assert calls == ["fastconv", "lax_highest"] * 3
+    assert res["note"] is None
+    assert res["device_us"] == {"fastconv": pytest.approx(1.0), "lax_highest": pytest.approx(2.0)}
+
+    def broken(body):
+        raise RuntimeError("no CUPTI")
+    res = bench.measure_device_time(fns, (0,), 16, sleep_s=0.0, tracer=broken)
+    assert res["device_us"] == {"fastconv": None, "lax_highest": None}
+    assert "trace failed" in res["note"] and "no CUPTI" in res["note"]
+
+
+def test_kernel_events_from_real_trace():
+    """The jax.profiler plumbing on this jax (the CPU host plane stands in for the GPU's)."""
+    import jax
+    import jax.numpy as jnp
+    f = jax.jit(lambda x: jnp.sin(x) * 2.0)
+    x = jnp.ones((64, 64))
+    f(x).block_until_ready()
+    ev = bench._trace_kernel_events(lambda: f(x).block_until_ready(),
+                                    plane_contains="/host:CPU", line_contains="")
+    assert ev and all(isinstance(s, float) and isinstance(d, float) and isinstance(n, str)
+                      for s, d, n in ev)
+    assert bench._trace_kernel_events(lambda: f(x).block_until_ready()) == []  # no GPU plane
+
+
+def test_run_case_device_time(monkeypatch):
+    """run_case with device time on (as on a GPU), the trace replaced by synthetic events
+    for its 3 x 3 interleaved calls: fastconv 2 us, lax HIGHEST 6 us, lax DEFAULT 4 us."""
+    per = {"fastconv": 2.0, "lax_highest": 6.0, "lax_default": 4.0}
+
+    def tracer(body):
+        body()
+        order = ["fastconv", "lax_highest", "lax_default"] * bench.DEVICE_CALLS
+        return [(i * 5e6, per[n] * 1e3 * 16, n) for i, n in enumerate(order)]
+    monkeypatch.setattr(bench, "_trace_kernel_events", tracer)
+    row = bench.run_case(TINY[0], impls=dict(STANDIN), ceilings=dict(CEIL), R=16, rounds=1,
+                         warmup=0, device_time=True)
+    assert row["status"] == "ok" and row["device_time_note"] is None
+    assert row["device_us"] == {k: pytest.approx(v) for k, v in per.items()}
+    assert row["speedup_device_vs_lax_highest"] == pytest.approx(3.0)
+    assert row["speedup_device_vs_lax_default"] == pytest.approx(2.0)
+    assert row["pct_roofline_device"] == pytest.approx(100 * row["floor_us"] / 2.0)
+    assert row["speedup_vs_lax_highest"] is not None   # the wall columns are still there
+
+
+def test_run_benchmark_device_plumbing(tmp_path, monkeypatch):
+    """A run that takes the CPU for a GPU (device time on), the trace replaced by synthetic
+    events: the device columns reach the JSON, the summary and the Markdown."""
+    import jax
+    per = {"fastconv": 2.0, "lax_highest": 6.0, "lax_default": 4.0}
+
+    def tracer(body):
+        body()
+        order = ["fastconv", "lax_highest", "lax_default"] * bench.DEVICE_CALLS
+        return [(i * 5e6, per[n] * 1e3 * 16, n) for i, n in enumerate(order)]
+    monkeypatch.setattr(bench, "_trace_kernel_events", tracer)
+    monkeypatch.setattr(bench, "_gpu_devices", lambda: jax.devices()[:1])
+    res = bench.run_benchmark(TINY[:1], out_dir=str(tmp_path), impls=dict(STANDIN),
+                              explain=None, R=16, rounds=1, warmup=0, ceilings=dict(CEIL),
+                              use_torch=False, overheads=False, plot=False, progress=False,
+                              tag="d", log=lambda s: None)
+    d = json.loads(next(tmp_path.glob("bench-d-*.json")).read_text())
+    assert validate_result(d) and d["meta"]["device_time"]["measured"] is True
+    assert d["meta"]["mem_cap_bytes"] == bench.DEFAULT_MEM_CAP_GB * 1e9
+    (c,) = d["cases"]
+    assert c["speedup_device_vs_lax_highest"] == pytest.approx(3.0)
+    b = d["summary"]["by_set_batch"]["tiny/b1"]
+    assert b["geomean_speedup_device_vs_lax_highest"] == pytest.approx(3.0)
+    md = next(tmp_path.glob("bench-d-*.md")).read_text()
+    assert "device span (CUPTI): vs lax HIGHEST" in md and "3.00x" in md
+    assert "dev xlaxH" in bench.format_table(res)
+    res2 = bench.run_benchmark(TINY[:1], out_dir=None, impls=dict(STANDIN), explain=None,
+                               R=16, rounds=1, warmup=0, ceilings=dict(CEIL), use_torch=False,
+                               device_time=False, overheads=False, plot=False,
+                               progress=False, log=lambda s: None)
+    assert res2["cases"][0]["device_us"] == {}
+    assert res2["cases"][0]["device_time_note"] == "not measured (--no-device-time)"
+
+
+@pytest.mark.gpu
+def test_device_time_on_gpu():
+    """The real CUPTI path: a small case on the GPU gets a device span for every impl."""
+    import jax
+    if jax.default_backend() != "gpu":
+        pytest.skip("needs a CUDA device")
+    impls, explain = bench.default_impls()
+    c = Case("gpu", 1, 8, 32, 32, 8, 3, 3, layout="NHWC")
+    row = bench.run_case(c, impls=impls, ceilings=dict(CEIL), explain=explain, R=16,
+                         rounds=2, warmup=1, device_time=True)
+    assert row["status"] == "ok", row.get("error")
+    assert row["device_time_note"] is None, row["device_time_note"]
+    for k in ("fastconv", "lax_highest", "lax_default"):
+        assert row["device_us"][k] > 0 and row["kernel_us"][k] > 0
+    assert row["speedup_device_vs_lax_highest"] > 0 and row["pct_roofline_device"] > 0
+
+
+# -- summary, markdown and schema with the device columns ----------------------------------
+
+def _row(set_="a", batch=1, sp=2.0, sp_dev=None, status="ok", correct=True, dev=None):
+    return dict(set=set_, batch=batch, layout="NHWC", status=status, correct=correct,
+                speedup_vs_lax_highest=sp, speedup_vs_lax_default=sp, speedup_vs_torch=None,
+                pct_roofline=10.0, speedup_device_vs_lax_highest=sp_dev,
+                speedup_device_vs_lax_default=sp_dev,
+                pct_roofline_device=None if sp_dev is None else 20.0 * sp_dev,
+                device_us=dev if dev is not None else ({} if sp_dev is None else
+                                                       {"fastconv": 1.0, "lax_highest": sp_dev}))
+
+
+def _result(rows):
+    meta = {"device": "Fake GPU", "platform": "gpu", "jax_version": "0", "date": "2026-01-01",
+            "git_commit": None, "R": None, "rounds": 7, "round_order": "interleaved",
+            "device_time": {"measured": True, "note": None}}
+    return {"meta": meta, "cases": rows, "summary": summarize(rows)}
+
+
+def test_summary_and_markdown_device_columns():
+    rows = [_row(sp=1.0, sp_dev=4.0), _row(sp=4.0, sp_dev=9.0),
+            _row(sp=2.0, sp_dev=None, dev={"fastconv": None, "lax_highest": None}),
+            _row(batch=32, sp=0.5, sp_dev=None)]
+    s = summarize(rows)
+    b1 = s["by_set_batch"]["a/b1"]
+    assert b1["geomean_speedup_vs_lax_highest"] == pytest.approx(2.0)      # 1, 4, 2
+    assert b1["geomean_speedup_device_vs_lax_highest"] == pytest.approx(6.0)  # 4, 9 (None out)
+    assert b1["n_device_vs_lax_highest"] == 2
+    assert b1["geomean_pct_roofline_device"] == pytest.approx(120.0)
+    b32 = s["by_set_batch"]["a/b32"]
+    assert b32["geomean_speedup_device_vs_lax_highest"] is None
+    assert b32["n_device_vs_lax_highest"] == 0
+    md = markdown_summary(_result(rows))
+    assert "wall/R (prescribed)" in md and "device span (CUPTI)" in md
+    lines = md.splitlines()
+    row1 = next(ln for ln in lines if ln.startswith("| a | 1 |"))
+    assert "2.00x" in row1 and "6.00x" in row1 and "120.0%" in row1
+    row32 = next(ln for ln in lines if ln.startswith("| a | 32 |"))
+    assert row32.count("|") == lines[2].count("|") and row32.rstrip().endswith("- | - | - |")
+    text = bench.format_table({"meta": _result(rows)["meta"], "cases": [], "summary": s})
+    assert "dev xlaxH" not in text   # no case with a device span: no device columns
+
+
+def test_markdown_without_device_time():
+    rows = [_row(sp=2.0), _row(batch=32, sp=0.5)]
+    res = _result(rows)
+    res["meta"]["device_time"] = {"measured": False, "note": "not measured: no GPU"}
+    md = markdown_summary(res)
+    assert "device span (CUPTI): not measured: no GPU" in md
+    assert "| set | batch | cases | vs lax HIGHEST |" in md      # the wall-only table
+    assert "| a | 1 | 1 | 2.00x | 2.00x | - | 10.0% |" in md
+    assert "R calls (R adaptive per case" in md
+
+
+def test_validate_device_fields():
+    rows = [dict(set="a", batch=1, N=1, C=1, H=8, W=8, M=4, KH=3, KW=3, stride=[1, 1],
+                 padding="VALID", layout="NHWC", flops=1, min_bytes=1, floor_us=1.0,
+                 fastconv_us=2.0, lax_highest_us=4.0, lax_default_us=3.0, torch_us=None,
+                 speedup_vs_lax_highest=2.0, speedup_vs_lax_default=1.5, speedup_vs_torch=None,
+                 pct_roofline=50.0, rel_err=1e-7, correct=True, method="x", status="ok", R=64,
+                 device_us={"fastconv": 1.0, "lax_highest": None}, kernel_us={},
+                 speedup_device_vs_lax_highest=None, speedup_device_vs_lax_default=None,
+                 pct_roofline_device=100.0, device_time_note="2 clusters for 9 calls")]
+    meta = {"schema_version": SCHEMA_VERSION, "device": "d", "platform": "gpu",
+            "gpu_found": True, "jax_version": "0", "date": "2026", "git_commit": None,
+            "R": None, "rounds": 7, "warmup": 2, "complete": True, "method": "m",
+            "ceilings": dict(CEIL), "R_rule": bench.R_RULE, "R_mode": "adaptive",
+            "device_time": {"measured": True}}
+    res = {"meta": meta, "overheads": {}, "cases": rows, "summary": summarize(rows)}
+    assert validate_result(res)
+    for change, msg in [({"device_us": {"fastconv": -1.0}}, "positive"),
+                        ({"pct_roofline_device": "50"}, "pct_roofline_device"),
+                        ({"correct": False, "status": "wrong", "fastconv_us": None,
+                          "speedup_vs_lax_highest": None, "speedup_vs_lax_default": None,
+                          "pct_roofline": None, "pct_roofline_device": None},
+                         "device_us.fastconv")]:
+        bad = json.loads(json.dumps(res))
+        bad["cases"][0].update(change)
+        with pytest.raises(ValueError, match=msg):
+            validate_result(bad)
+    bad = json.loads(json.dumps(res))
+    del bad["cases"][0]["device_us"]
+    with pytest.raises(ValueError, match="device_us"):
+        validate_result(bad)                       # required from schema 2 on
+    bad["meta"]["schema_version"] = 1
+    with pytest.raises(ValueError, match="meta.R"):
+        validate_result(bad)                       # schema 1: R must be a number
+    bad["meta"]["R"] = 16
+    assert validate_result(bad)                    # schema 1 files: device fields optional
