@@ -252,7 +252,8 @@ def default_impls() -> tuple[dict, Callable | None]:
 
 def _explain_case(explain, case: Case, spec) -> dict:
     if explain is None:
-        return {"method": None, "path": None, "reason": "no explain() available", "plan": None}
+        return {"method": None, "path": None, "reason": "no explain() available", "plan": None,
+                "autotune": None}
     from jax import lax
     from .spec import as_dimension_numbers
     try:
@@ -260,19 +261,28 @@ def _explain_case(explain, case: Case, spec) -> dict:
                     dimension_numbers=as_dimension_numbers(spec),
                     precision=lax.Precision.HIGHEST)
     except Exception as err:  # noqa: BLE001 - reported, never fatal
-        return {"method": None, "path": None, "reason": f"explain failed: {err!r}", "plan": None}
+        return {"method": None, "path": None, "reason": f"explain failed: {err!r}", "plan": None,
+                "autotune": None}
     path = getattr(e, "path", None)
     plan = getattr(e, "plan", None)
     method = getattr(plan, "method", None) if plan is not None else None
+    # The autotuner's own timing of the kernel against lax HIGHEST (jax_fastconv/autotune.py):
+    # kept so the report can show the kernel alone where lax was chosen.
+    measured = getattr(e, "measured", None)
+    autotune = None
+    if measured is not None:
+        autotune = {"use_kernel": bool(measured.use_kernel), "kernel_us": measured.kernel_us,
+                    "lax_us": measured.lax_us, "R": measured.R, "note": measured.note or None}
     if path == "lax":
-        method = "lax-fallback"
+        method = "lax-autotuned" if measured is not None else "lax-fallback"
     desc = None
     if plan is not None and hasattr(plan, "describe"):
         try:
             desc = plan.describe()
         except Exception:  # noqa: BLE001
             desc = None
-    return {"method": method, "path": path, "reason": getattr(e, "reason", None), "plan": desc}
+    return {"method": method, "path": path, "reason": getattr(e, "reason", None), "plan": desc,
+            "autotune": autotune}
 
 
 # -- measuring ------------------------------------------------------------------------------
