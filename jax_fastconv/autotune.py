@@ -9,7 +9,10 @@ timed and the faster one is used from then on:
 
 * the same harness idea as the benchmark: R distinct random inputs inside one compiled call
   (AOT-compiled, so it runs concretely even while an outer jit is tracing), warm-up, then
-  interleaved rounds; median per call; the kernel is kept on ties;
+  interleaved rounds. The fastest round of each counts: host noise on this kind of machine is
+  additive and bimodal (a median of 7 flipped small-layer choices between runs), and the
+  fixed cost of one call is the same for both. The kernel is kept unless lax is faster by
+  more than TIE (3%): on a near-tie our float32 FMAs and no flapping between runs win;
 * the answer is cached per process and on disk (``cache_dir()/autotune-<device>.json``,
   keyed by the convolution, the plan and the package/jax versions); delete the file to
   measure again;
@@ -23,15 +26,15 @@ import dataclasses
 import json
 import os
 import re
-import statistics
 import threading
 import time
 from pathlib import Path
 
 ENV = "JAX_FASTCONV_AUTOTUNE"
-ROUNDS = 7
+ROUNDS = 11
 WARMUP = 2
-MAX_R = 16
+MAX_R = 32
+TIE = 0.03
 BUDGET_BYTES = 1 << 30   # inputs + outputs of the R calls of one candidate
 
 
@@ -150,8 +153,8 @@ def measure(spec, plan, *, rounds: int = ROUNDS, warmup: int = WARMUP,
             t0 = time.perf_counter()
             jax.block_until_ready(f(xs, ws))
             samples[k].append((time.perf_counter() - t0) * 1e6 / R)
-    k_us, l_us = statistics.median(samples["kernel"]), statistics.median(samples["lax"])
-    return Choice(k_us <= l_us, k_us, l_us, R)
+    k_us, l_us = min(samples["kernel"]), min(samples["lax"])
+    return Choice(l_us >= k_us * (1.0 - TIE), k_us, l_us, R)
 
 
 def choose(spec, plan) -> Choice:
