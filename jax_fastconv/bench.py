@@ -475,7 +475,12 @@ def _trace_kernel_events(body: Callable[[], None], *, plane_contains: str = "GPU
     import jax
     d = tempfile.mkdtemp(prefix="fastconv-trace-")
     try:
-        with jax.profiler.trace(d):
+        opts = jax.profiler.ProfileOptions()
+        # Device (CUPTI) events only: the Python tracer would record every Python call of the
+        # process and made one trace cost seconds.
+        opts.python_tracer_level = 0
+        opts.host_tracer_level = 1
+        with jax.profiler.trace(d, profiler_options=opts):
             body()
         pbs = sorted(glob.glob(os.path.join(d, "**", "*.xplane.pb"), recursive=True))
         if not pbs:
@@ -970,10 +975,12 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
         if bar is not None:
             bar.set_postfix_str(f"{case.set} N{case.N} C{case.C} {case.H}x{case.W} M{case.M} "
                                 f"K{case.KH}", refresh=False)
+        t_case = time.perf_counter()
         row = run_case(case, impls=impls, ceilings=ceilings, explain=explain, R=R,
                        rounds=rounds, warmup=warmup, mem_cap_bytes=mem_cap_gb * 1e9,
                        max_bytes=max_bytes, use_torch=use_torch, device_time=trace_device,
                        device_time_skip_note=device_skip_note, seed=i)
+        row["case_seconds"] = round(time.perf_counter() - t_case, 2)  # harness cost, not a timing
         result["cases"].append(row)
         if row["status"] == "wrong":
             msg = (f"WRONG: {case.set} {row.get('name') or ''} N{case.N} C{case.C} "
