@@ -97,7 +97,7 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
         return Explanation("lax", f"no paper kernel covers this case on the GPU ({plan.reason}); "
                            f"lax beats the plain direct kernel (set {FORCE_DIRECT_ENV}=1 to force it)",
                            spec, plan)
-    if hardware is None and autotune.enabled():
+    if hardware is None and autotune.enabled() and autotune.worth_measuring(spec, plan):
         # The planner models our kernels only; cuDNN's FFT/Winograd algorithms can beat any
         # direct FP32 convolution, so the first trace of a shape times both (autotune.py).
         choice = autotune.choose(spec, plan)

@@ -16,6 +16,11 @@ timed and the faster one is used from then on:
 * the answer is cached per process and on disk (``cache_dir()/autotune-<device>.json``,
   keyed by the convolution, the plan and the package/jax versions); delete the file to
   measure again;
+* only where lax can win: multi-channel layers with K >= 3 (KH x KW >= 9), C >= 32 and at
+  least 1 GFLOP, where cuDNN's reduced-multiplication algorithms apply. Everywhere else the
+  kernel won on every paper layer on the H200 (benchmarks/results/, 2026-11-21) or the layer is
+  bound by the per-call host cost, and a measurement would cost seconds (XLA autotunes the lax
+  convolution it compiles: 6-21 s per new shape measured) for nothing;
 * ``JAX_FASTCONV_AUTOTUNE=0`` turns it off (always the kernel, e.g. to test the kernels);
 * a lax choice keeps float32 accuracy: lax runs at ``Precision.HIGHEST`` whatever precision
   the caller passed (DEFAULT would be TF32 on Hopper).
@@ -23,6 +28,7 @@ timed and the faster one is used from then on:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -31,6 +37,10 @@ import time
 from pathlib import Path
 
 ENV = "JAX_FASTCONV_AUTOTUNE"
+# worth_measuring(): the region where lax HIGHEST beat the kernel on the H200 (b32 K3/K5).
+MIN_TAPS = 9
+MIN_CHANNELS = 32
+MIN_FLOPS = 1e9
 ROUNDS = 11
 WARMUP = 2
 MAX_R = 32
@@ -62,6 +72,15 @@ _lock = threading.Lock()
 _memory: dict[tuple[str, str], Choice] = {}
 
 
+def worth_measuring(spec, plan) -> bool:
+    """Only multi-channel layers with K >= 3, C >= 32 and >= 1 GFLOP can lose to cuDNN's
+    Winograd/FFT algorithms; measuring anything else costs seconds and changes nothing."""
+    d = spec.dims
+    return (getattr(plan, "method", None) == "multi_channel" and d["KH"] * d["KW"] >= MIN_TAPS
+            and d["C"] >= MIN_CHANNELS and spec.flops >= MIN_FLOPS)
+
+
+@functools.lru_cache(maxsize=None)
 def _versions() -> str:
     import jax
     try:

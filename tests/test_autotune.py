@@ -110,9 +110,14 @@ def gpu_route(monkeypatch, cache):
     return route
 
 
-# NHWC and NCHW, single- and multi-channel plans.
-ROUTED = [((1, 64, 64, 1), (3, 3, 1, 32), DN),
-          ((2, 16, 14, 14), (32, 16, 3, 3), ("NCHW", "OIHW", "NCHW"))]
+# NHWC and NCHW multi-channel layers inside autotune.worth_measuring (K3, C >= 32, >= 1 GFLOP).
+ROUTED = [((8, 32, 32, 64), (3, 3, 64, 128), DN),
+          ((8, 64, 32, 32), (128, 64, 3, 3), ("NCHW", "OIHW", "NCHW"))]
+# Outside it: single channel; K = 1; C < 32; under 1 GFLOP.
+NOT_MEASURED = [((1, 64, 64, 1), (3, 3, 1, 32), DN),
+                ((32, 32, 32, 256), (1, 1, 256, 256), DN),
+                ((64, 16, 32, 32), (64, 16, 3, 3), ("NCHW", "OIHW", "NCHW")),
+                ((1, 14, 14, 256), (3, 3, 256, 256), DN)]
 
 
 @needs_cpu_module
@@ -165,3 +170,23 @@ def test_uncovered_arguments_are_not_measured(gpu_route):
     e = fc.explain((1, 8, 8, 4), (3, 3, 4, 4), (1, 1), "SAME", dimension_numbers=DN,
                    rhs_dilation=(2, 2))
     assert e.path == "lax" and e.measured is None and not calls
+
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dn", NOT_MEASURED)
+def test_layers_lax_cannot_win_are_not_measured(gpu_route, lhs_shape, rhs_shape, dn):
+    calls = gpu_route(autotune.Choice(False, 30.0, 12.0, 16))
+    e = fc.explain(lhs_shape, rhs_shape, (1, 1), "SAME", dimension_numbers=dn)
+    assert e.path == "fastconv-cuda" and e.measured is None and not calls
+    assert not autotune.worth_measuring(e.spec, e.plan)
+
+
+def test_worth_measuring_thresholds():
+    spec = normalize((8, 32, 32, 64), (3, 3, 64, 128), (1, 1), "SAME", None, None, DN)
+    plan = planner.plan_cached(spec, None)
+    assert spec.flops >= autotune.MIN_FLOPS
+    mc = type("P", (), {"method": "multi_channel"})()
+    sc = type("P", (), {"method": "single_channel"})()
+    assert autotune.worth_measuring(spec, mc) and not autotune.worth_measuring(spec, sc)
+    small = normalize((1, 32, 32, 64), (3, 3, 64, 128), (1, 1), "SAME", None, None, DN)
+    assert small.flops < autotune.MIN_FLOPS and not autotune.worth_measuring(small, mc)
+    del plan
