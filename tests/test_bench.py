@@ -373,14 +373,19 @@ def test_run_case_adaptive_R_and_guard():
 
 # -- interleaved rounds -------------------------------------------------------------------
 
-def test_time_interleaved_order():
-    calls = []
-
+def _recording(calls):
+    """make(name) -> an impl that appends its name to `calls` and returns its input."""
     def make(name):
         def f(x):
             calls.append(name)
             return x
         return f
+    return make
+
+
+def test_time_interleaved_order():
+    calls = []
+    make = _recording(calls)
     fns = {"fastconv": make("fastconv"), "lax_highest": make("lax_highest"),
            "lax_default": make("lax_default")}
     t = bench._time_interleaved(fns, (1,), 16, rounds=7, warmup=2, sync=lambda o: o)
@@ -457,12 +462,7 @@ def test_device_times_from_events():
 
 def test_measure_device_time_with_fake_tracer():
     calls = []
-
-    def make(name):
-        def f(x):
-            calls.append(name)
-            return x
-        return f
+    make = _recording(calls)
     fns = {"fastconv": make("fastconv"), "lax_highest": make("lax_highest")}
 
     def tracer(body):
@@ -494,16 +494,24 @@ def test_kernel_events_from_real_trace():
     assert bench._trace_kernel_events(lambda: f(x).block_until_ready()) == []  # no GPU plane
 
 
-def test_run_case_device_time(monkeypatch):
-    """run_case with device time on (as on a GPU), the trace replaced by synthetic events
-    for its 3 x 3 interleaved calls: fastconv 2 us, lax HIGHEST 6 us, lax DEFAULT 4 us."""
-    per = {"fastconv": 2.0, "lax_highest": 6.0, "lax_default": 4.0}
+# Device span per conv (us) that _synthetic_trace's events give each impl at R = 16.
+SYNTHETIC_DEVICE_US = {"fastconv": 2.0, "lax_highest": 6.0, "lax_default": 4.0}
 
+
+def _synthetic_trace(monkeypatch):
+    """Replace the CUPTI trace by one synthetic cluster per interleaved call (R = 16)."""
     def tracer(body):
         body()
         order = ["fastconv", "lax_highest", "lax_default"] * bench.DEVICE_CALLS
-        return [(i * 5e6, per[n] * 1e3 * 16, n) for i, n in enumerate(order)]
+        return [(i * 5e6, SYNTHETIC_DEVICE_US[n] * 1e3 * 16, n) for i, n in enumerate(order)]
     monkeypatch.setattr(bench, "_trace_kernel_events", tracer)
+    return SYNTHETIC_DEVICE_US
+
+
+def test_run_case_device_time(monkeypatch):
+    """run_case with device time on (as on a GPU), the trace replaced by synthetic events
+    for its 3 x 3 interleaved calls: fastconv 2 us, lax HIGHEST 6 us, lax DEFAULT 4 us."""
+    per = _synthetic_trace(monkeypatch)
     row = bench.run_case(TINY[0], impls=dict(STANDIN), ceilings=dict(CEIL), R=16, rounds=1,
                          warmup=0, device_time=True)
     assert row["status"] == "ok" and row["device_time_note"] is None
@@ -518,13 +526,7 @@ def test_run_benchmark_device_plumbing(tmp_path, monkeypatch):
     """A run that takes the CPU for a GPU (device time on), the trace replaced by synthetic
     events: the device columns reach the JSON, the summary and the Markdown."""
     import jax
-    per = {"fastconv": 2.0, "lax_highest": 6.0, "lax_default": 4.0}
-
-    def tracer(body):
-        body()
-        order = ["fastconv", "lax_highest", "lax_default"] * bench.DEVICE_CALLS
-        return [(i * 5e6, per[n] * 1e3 * 16, n) for i, n in enumerate(order)]
-    monkeypatch.setattr(bench, "_trace_kernel_events", tracer)
+    per = _synthetic_trace(monkeypatch)
     monkeypatch.setattr(bench, "_gpu_devices", lambda: jax.devices()[:1])
     res = bench.run_benchmark(TINY[:1], out_dir=str(tmp_path), impls=dict(STANDIN),
                               explain=None, R=16, rounds=1, warmup=0, ceilings=dict(CEIL),
