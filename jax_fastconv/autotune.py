@@ -31,10 +31,10 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import threading
-import time
 from pathlib import Path
+
+from .timing import time_interleaved
 
 ENV = "JAX_FASTCONV_AUTOTUNE"
 # worth_measuring(): the region where lax HIGHEST beat the kernel on the H200 (b32 K3/K5).
@@ -96,9 +96,8 @@ def cache_key(spec, plan) -> str:
 
 
 def cache_path(device_kind: str) -> Path:
-    from .hardware import cache_dir
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", device_kind).strip("_") or "device"
-    return cache_dir() / f"autotune-{slug}.json"
+    from .hardware import device_cache_path
+    return device_cache_path("autotune", device_kind)
 
 
 def _load(path: Path) -> dict:
@@ -162,16 +161,9 @@ def measure(spec, plan, *, rounds: int = ROUNDS, warmup: int = WARMUP,
         return jax.jit(lambda xs, ws: tuple(fn(x, w) for x, w in zip(xs, ws))
                        ).lower(xs, ws).compile()
 
-    candidates = {"kernel": loop(kernel), "lax": loop(reference)}
-    samples: dict[str, list[float]] = {k: [] for k in candidates}
-    for _ in range(warmup):
-        for f in candidates.values():
-            jax.block_until_ready(f(xs, ws))
-    for _ in range(rounds):
-        for k, f in candidates.items():   # interleaved: both see the same noise
-            t0 = time.perf_counter()
-            jax.block_until_ready(f(xs, ws))
-            samples[k].append((time.perf_counter() - t0) * 1e6 / R)
+    # Interleaved rounds: both candidates see the same noise.
+    samples = time_interleaved({"kernel": loop(kernel), "lax": loop(reference)}, (xs, ws), R,
+                               rounds, warmup)
     k_us, l_us = min(samples["kernel"]), min(samples["lax"])
     return Choice(l_us >= k_us * (1.0 - TIE), k_us, l_us, R)
 

@@ -62,6 +62,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .timing import time_interleaved as _time_interleaved
 from .bench_report import (DEVICE_PEERS, PEER_LABELS, PEERS, SCHEMA_VERSION,  # noqa: F401
                            format_table, geomean,
                            markdown_summary, pct_of_roofline, plot_result, roofline_floor_s,
@@ -352,34 +353,6 @@ def choose_reps(floor_us: float, per_call_bytes: float, *, R: int | None = None,
                 f"R = {r} uses {r * per_call_bytes / 1e9:.1f} GB, over the memory cap "
                 f"({mem_cap_bytes / 1e9:.1f} GB); kept at the minimum R = {MIN_R}")
     return r, note
-
-
-def _time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
-                      sync: Callable | None = None) -> dict[str, list[float]]:
-    """Per-call microseconds of each round for every fn in ``fns``: wall time of one call of R
-    convs / R. Interleaved: each warm-up and each timed round calls every fn once, in the
-    order of ``fns``, so whatever slows the machine for a while slows all of them alike. The
-    previous call's outputs are freed before the next call."""
-    if sync is None:
-        import jax
-        sync = jax.block_until_ready
-    names = list(fns)
-    out = None
-    for _ in range(warmup):
-        for n in names:
-            out = None
-            out = fns[n](*args)
-            sync(out)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for _ in range(rounds):
-        for n in names:
-            out = None
-            t0 = time.perf_counter()
-            out = fns[n](*args)
-            sync(out)
-            times[n].append((time.perf_counter() - t0) * 1e6 / R)
-    del out
-    return times
 
 
 def _time_rounds(f, args, R: int, rounds: int, warmup: int) -> list[float]:

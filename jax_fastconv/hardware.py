@@ -31,7 +31,7 @@ from typing import Any, Mapping
 __all__ = [
     "Hardware", "PRESETS", "CORES_PER_SM", "LATENCY_CYCLES", "cores_per_sm_for",
     "latency_cycles_for", "hardware_from_properties", "current_hardware", "resolve_hardware",
-    "cache_dir", "calibration_path", "load_calibration", "save_calibration",
+    "cache_dir", "device_cache_path", "calibration_path", "load_calibration", "save_calibration",
     "apply_calibration", "run_calibration", "clear_caches", "ENV_HARDWARE", "ENV_CACHE_DIR",
 ]
 
@@ -198,9 +198,14 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "jax_fastconv"
 
 
-def calibration_path(device_name: str) -> Path:
+def device_cache_path(kind: str, device_name: str) -> Path:
+    """cache_dir()/<kind>-<device name as a file-name slug>.json (calibration, autotune)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", device_name).strip("_") or "device"
-    return cache_dir() / f"calibration-{slug}.json"
+    return cache_dir() / f"{kind}-{slug}.json"
+
+
+def calibration_path(device_name: str) -> Path:
+    return device_cache_path("calibration", device_name)
 
 
 def load_calibration(device_name: str) -> dict | None:
