@@ -481,14 +481,8 @@ static void kernel_for(const Choice& ch, int am, bool bv, KernelFn* fn, int* nt,
 // where the device can co-schedule a non-portable cluster of 16 (queried once per process).
 static int max_cluster(int tile) {
   // Thread-block clusters need sm_90: no split (cluster of 1) on older devices.
-  static int major = -1;
-  if (major < 0) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-      major = 0;
-  }
-  if (major < 9) return 1;
+  DeviceInfo dev;
+  if (current_device_info(&dev) != cudaSuccess || dev.cc_major < 9) return 1;
   if (tile != 3) return 8;
   static int cached = 0;
   if (cached) return cached;

@@ -559,10 +559,10 @@ cudaError_t check_params(const ConvParams& p) {
 }
 
 template <int KH_T, int KW_T, int LAYOUT>
-cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, int dev, const float* x,
-                     const float* w, float* y, cudaStream_t stream) {
+cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
+                     const float* x, const float* w, float* y, cudaStream_t stream) {
   auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT>;
-  cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev,
+  cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             int(r.smem));
   if (e != cudaSuccess) return e;
@@ -572,7 +572,7 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, int dev, c
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, r.threads, r.smem);
     if (e != cudaSuccess) return e;
     if (occ < 1) occ = 1;
-    grid = std::min<long long>(r.a.ntiles, (long long)nsm * occ);
+    grid = std::min<long long>(r.a.ntiles, (long long)std::max(1, dev.sms) * occ);
   }
   if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   cudaLaunchConfig_t cfg = {};
@@ -584,13 +584,13 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, int nsm, int dev, c
 }
 
 template <int LAYOUT>
-cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, int nsm, int dev,
+cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                        const float* x, const float* w, float* y, cudaStream_t s) {
-  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, nsm, dev, x, w, y, s);
-  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, nsm, dev, x, w, y, s);
-  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, r, nsm, dev, x, w, y, s);
-  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, nsm, dev, x, w, y, s);
-  return launch_t<0, 0, LAYOUT>(p, r, nsm, dev, x, w, y, s);
+  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, dev, x, w, y, s);
+  return launch_t<0, 0, LAYOUT>(p, r, dev, x, w, y, s);
 }
 
 }  // namespace
@@ -624,9 +624,8 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   Resolved r;
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
-  const int nsm = std::max(1, dev.sms);
-  if (r.layout == 0) return dispatch_k<0>(p, r, nsm, dev.device, x, w, y, stream);
-  return dispatch_k<1>(p, r, nsm, dev.device, x, w, y, stream);
+  if (r.layout == 0) return dispatch_k<0>(p, r, dev, x, w, y, stream);
+  return dispatch_k<1>(p, r, dev, x, w, y, stream);
 }
 
 }  // namespace fastconv
