@@ -11,25 +11,31 @@ namespace fastconv {
 namespace {
 
 cudaError_t LaunchPlanned(const ConvParams& p, const float* x, const float* w, float* y,
-                          cudaStream_t stream) {
+                          float* ws, int64_t ws_elems, cudaStream_t stream) {
   switch (p.method()) {
 #ifdef FASTCONV_HAVE_SINGLE_CHANNEL
     case kSingleChannel: return launch_single_channel(p, x, w, y, stream);
 #endif
 #ifdef FASTCONV_HAVE_MULTI_CHANNEL
-    case kMultiChannel: return launch_multi_channel(p, x, w, y, stream);
+    case kMultiChannel: return launch_multi_channel(p, x, w, y, ws, ws_elems, stream);
 #endif
     default: return launch_direct(p, x, w, y, stream);
   }
 }
 
+// `work`: the workspace result (jax_fastconv/primitive.py sizes it from the plan; the
+// multi-channel launcher stages operands there, see layout_staging.cuh). Its contents are
+// scratch: XLA discards it.
 ffi::Error ConvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
-                        ffi::ResultBuffer<ffi::F32> y, I64Span dims, I64Span conv, I64Span xs,
-                        I64Span ws, I64Span ys, I64Span plan) {
+                        ffi::ResultBuffer<ffi::F32> y, ffi::ResultBuffer<ffi::F32> work,
+                        I64Span dims, I64Span conv, I64Span xs, I64Span ws, I64Span ys,
+                        I64Span plan) {
   ConvParams p;
   ffi::Error err = DecodeConvParams(x, w, y, dims, conv, xs, ws, ys, plan, &p);
   if (err.failure()) return err;
-  const cudaError_t status = LaunchPlanned(p, x.typed_data(), w.typed_data(), y->typed_data(), stream);
+  const cudaError_t status =
+      LaunchPlanned(p, x.typed_data(), w.typed_data(), y->typed_data(), work->typed_data(),
+                    static_cast<int64_t>(work->element_count()), stream);
   if (status != cudaSuccess)
     return ffi::Error::Internal(std::string("fastconv CUDA kernel (method ") +
                                 std::to_string(p.method()) + "): " + cudaGetErrorString(status));
@@ -43,7 +49,8 @@ auto BindConvCuda() {
                            .Ctx<ffi::PlatformStream<cudaStream_t>>()
                            .Arg<ffi::Buffer<ffi::F32>>()
                            .Arg<ffi::Buffer<ffi::F32>>()
-                           .Ret<ffi::Buffer<ffi::F32>>());
+                           .Ret<ffi::Buffer<ffi::F32>>()     // y
+                           .Ret<ffi::Buffer<ffi::F32>>());   // workspace
 }
 
 // Two registrations of one handler. It is command-buffer compatible (no syncs, no

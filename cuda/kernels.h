@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "conv_params.h"
 
 namespace fastconv {
@@ -17,8 +19,11 @@ cudaError_t launch_direct(const ConvParams& p, const float* x, const float* w, f
 cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                   cudaStream_t stream);
 
-// multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, stride 1).
+// multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, stride 1). `workspace`
+// (may be null) holds the layout-staged operands plan[7] asks for (layout_staging.cuh);
+// without enough of it the operands are read in place.
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                 float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream);
 
 }  // namespace fastconv

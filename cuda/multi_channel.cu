@@ -76,6 +76,7 @@
 
 #include "kernels.h"
 #include "launch_util.h"
+#include "layout_staging.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -606,11 +607,32 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   DeviceInfo dev;
   if (current_device_info(&dev) != cudaSuccess) return 0;
   mc::Choice ch = mc::plan_config(p, dev.sms);
-  return snprintf(buf, len, "%dx%d/S%d/cs%d", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile], ch.bk,
-                  ch.cs);
+  const Staging s = staging_layout(p);  // staged operands: "+x" NHWC input, "+w" HWIO filters
+  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
+                  ch.bk, ch.cs, s.x_off >= 0 ? "+x" : "", s.w_off >= 0 ? "+w" : "");
+}
+
+namespace mc {
+static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
+                                 cudaStream_t stream);
 }
 
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
+                                 float* workspace, int64_t workspace_elems,
+                                 cudaStream_t stream) {
+  // Layout staging (plan[7], layout_staging.cuh): only with a large enough workspace.
+  const Staging s = staging_layout(p);
+  if (s.elems == 0 || workspace == nullptr || workspace_elems < s.elems ||
+      (reinterpret_cast<uintptr_t>(workspace) & 15) != 0 || p.stride_h != 1 || p.stride_w != 1)
+    return mc::launch_native(p, x, w, y, stream);
+  ConvParams q = p;
+  const cudaError_t err = stage_operands(s, &q, &x, &w, workspace, stream);
+  if (err != cudaSuccess) return err;
+  return mc::launch_native(q, x, w, y, stream);
+}
+
+namespace mc {
+static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
                                  cudaStream_t stream) {
   if (p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
   if (p.N < 0 || p.C < 0 || p.M < 0 || p.KH < 1 || p.KW < 1 || p.OH < 0 || p.OW < 0)
@@ -698,5 +720,7 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
   }
   return cudaSuccess;  // cudaLaunchKernelEx returned each launch's error
 }
+
+}  // namespace mc
 
 }  // namespace fastconv

@@ -58,7 +58,17 @@ def _target(platform: str) -> str:
 
 def _lowering(ctx, lhs, rhs, *, spec, plan, precision, platform):
     del precision
-    return jax.ffi.ffi_lowering(_target(platform))(ctx, lhs, rhs, **ffi_attributes(spec, plan))
+    attrs = ffi_attributes(spec, plan)
+    if platform == "cpu":
+        return jax.ffi.ffi_lowering(_target(platform))(ctx, lhs, rhs, **attrs)
+    # CUDA: a second result is the kernel's workspace (layout-staged operands, sized from the
+    # plan; 4 floats when unused); XLA allocates it as a temporary and we drop it.
+    from .planner import workspace_elems
+    (y_aval,) = ctx.avals_out
+    ws_aval = y_aval.update(shape=(max(4, workspace_elems(spec, plan)),))
+    outs = jax.ffi.ffi_lowering(_target(platform))(
+        ctx.replace(avals_out=[y_aval, ws_aval]), lhs, rhs, **attrs)
+    return outs[:1]
 
 
 for _platform in ("cpu", "cuda"):

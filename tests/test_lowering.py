@@ -171,3 +171,30 @@ def test_cuda_graph_registration_is_opt_in(monkeypatch, graphs, target):
     f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "SAME")
     text = jax.jit(f).trace(x, w).lower(lowering_platforms=("cuda",)).as_text()
     assert re.findall(r"custom_call @(\w+)", text) == [target]
+
+
+@pytest.mark.parametrize("shapes,dn,ws", [
+    # NCHW/OIHW 14x14x512 K3, split 10 on the H200: input and filters staged
+    (((1, 512, 14, 14), (512, 512, 3, 3)), ("NCHW", "OIHW", "NCHW"), 512 * 196 + 512 * 512 * 9),
+    # NHWC/HWIO: nothing staged, the 4-float placeholder
+    (((1, 14, 14, 512), (3, 3, 512, 512)), ("NHWC", "HWIO", "NHWC"), 4),
+    # NHWC input, OIHW filters: filters only
+    (((1, 14, 14, 512), (512, 512, 3, 3)), ("NHWC", "OIHW", "NHWC"), 512 * 512 * 9),
+])
+def test_cuda_lowering_carries_the_planned_workspace(monkeypatch, shapes, dn, ws):
+    """The CUDA custom call has a second (workspace) result sized from the plan's layout
+    staging (planner.workspace_elems); the function returns only the convolution."""
+    from jax_fastconv import _ffi, api
+    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
+    monkeypatch.setattr(_ffi, "cuda_module", object())
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
+    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+    x = jnp.ones(shapes[0], jnp.float32)
+    w = jnp.ones(shapes[1], jnp.float32)
+    f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "VALID", dimension_numbers=dn)
+    text = jax.jit(f).trace(x, w).lower(lowering_platforms=("cuda",)).as_text()
+    assert count_custom_calls(text, CUDA_TARGET) == 1
+    call = next(line for line in text.splitlines() if CUDA_TARGET in line)
+    out = jax.eval_shape(f, x, w).shape
+    y_t = "tensor<" + "x".join(map(str, out)) + "xf32>"
+    assert re.search(r"-> \(" + re.escape(y_t) + r", tensor<" + str(ws) + r"xf32>\)", call), call

@@ -9,6 +9,12 @@
 //   --small : three small representative cases only (for compute-sanitizer), no timing.
 //   --no-ab : skip the NHWC A/B of the 4-byte loaders; --variants: layouts of the tiling
 //             variants (default nhwc).
+//   --one "N C HW M K XL/WL" : time one VALID layer only (e.g. "1 512 14 512 3 NCHW/OIHW";
+//             output layout = input layout; plan from --plans when listed, else automatic),
+//             no correctness pass: for ncu and quick A/B runs.  Repeatable.
+//   --stage F : OR the layout-staging flags F (1: NCHW input -> NHWC, 2: OIHW filters ->
+//             HWIO; cuda/layout_staging.cuh) into every layer case's plan[7] (random cases
+//             draw their own flags).
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "../../cuda/kernels.h"
+#include "../../cuda/layout_staging.cuh"
 
 namespace fastconv {
 int multi_channel_describe(const ConvParams& p, char* buf, int len);
@@ -107,14 +114,17 @@ static CheckResult check_case(const Case& cs, std::mt19937_64& rng, bool force_f
   CK(cudaMalloc(&dx, nx * 4 + 16));
   CK(cudaMalloc(&dw, nw * 4 + 16));
   CK(cudaMalloc(&dy, ny * 4 + 16));
+  const int64_t nws = fastconv::staging_layout(p).elems;
+  float* dws = nullptr;
+  if (nws) CK(cudaMalloc(&dws, nws * 4));
   CK(cudaMemcpy(dx, hx.data(), nx * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dw, hw.data(), nw * 4, cudaMemcpyHostToDevice));
   CK(cudaMemset(dy, 0xff, ny * 4));  // NaN poison
-  CK(fastconv::launch_multi_channel(p, dx, dw, dy, 0));
+  CK(fastconv::launch_multi_channel(p, dx, dw, dy, dws, nws, 0));
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(hy.data(), dy, ny * 4, cudaMemcpyDeviceToHost));
   CK(cudaMemset(dy, 0xff, ny * 4));
-  CK(fastconv::launch_multi_channel(p, dx, dw, dy, 0));
+  CK(fastconv::launch_multi_channel(p, dx, dw, dy, dws, nws, 0));
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(hy2.data(), dy, ny * 4, cudaMemcpyDeviceToHost));
   CheckResult r{};
@@ -152,6 +162,7 @@ static CheckResult check_case(const Case& cs, std::mt19937_64& rng, bool force_f
   CK(cudaFree(dx));
   CK(cudaFree(dw));
   CK(cudaFree(dy));
+  if (dws) CK(cudaFree(dws));
   return r;
 }
 
@@ -208,7 +219,8 @@ static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
          ny = (size_t)p.N * p.M * p.OH * p.OW;
   size_t set_bytes = (nx + nw + ny) * 4;
   int R = (int)std::min<size_t>(16, std::max<size_t>(2, (size_t)(256u << 20) / set_bytes));
-  std::vector<float*> X(R), Wt(R), Y(R);
+  std::vector<float*> X(R), Wt(R), Y(R), WS(R, nullptr);
+  const int64_t nws = fastconv::staging_layout(p).elems;
   std::vector<float> hx(nx), hw(nw);
   fill(hx, rng);
   fill(hw, rng);
@@ -216,18 +228,19 @@ static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
     CK(cudaMalloc(&X[r], nx * 4));
     CK(cudaMalloc(&Wt[r], nw * 4));
     CK(cudaMalloc(&Y[r], ny * 4));
+    if (nws) CK(cudaMalloc(&WS[r], nws * 4));
     CK(cudaMemcpy(X[r], hx.data(), nx * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(Wt[r], hw.data(), nw * 4, cudaMemcpyHostToDevice));
   }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   // warm-up
-  for (int r = 0; r < R; ++r) CK(fastconv::launch_multi_channel(p, X[r], Wt[r], Y[r], s));
+  for (int r = 0; r < R; ++r) CK(fastconv::launch_multi_channel(p, X[r], Wt[r], Y[r], WS[r], nws, s));
   CK(cudaStreamSynchronize(s));
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int r = 0; r < R; ++r) CK(fastconv::launch_multi_channel(p, X[r], Wt[r], Y[r], s));
+  for (int r = 0; r < R; ++r) CK(fastconv::launch_multi_channel(p, X[r], Wt[r], Y[r], WS[r], nws, s));
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
   CK(cudaGraphLaunch(ge, s));
@@ -255,9 +268,12 @@ static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
     CK(cudaFree(X[r]));
     CK(cudaFree(Wt[r]));
     CK(cudaFree(Y[r]));
+    if (WS[r]) CK(cudaFree(WS[r]));
   }
   return {ts[ts.size() / 2]};
 }
+
+static int64_t g_stage = 0;  // --stage F: plan[7] layout-staging flags for the layer cases
 
 static Case layer(int N, int C, int HW, int M, int K, bool nhwc, const int64_t* plan = nullptr) {
   Case c{};
@@ -267,6 +283,7 @@ static Case layer(int N, int C, int HW, int M, int K, bool nhwc, const int64_t* 
   c.w_hwio = nhwc;  // JAX users: NHWC + HWIO; NCHW + OIHW
   for (int i = 0; i < 8; ++i) c.plan[i] = plan ? plan[i] : 0;
   c.plan[0] = 2;
+  c.plan[7] |= g_stage;
   return c;
 }
 
@@ -291,6 +308,7 @@ static Case random_case(std::mt19937_64& rng) {
   c.w_hwio = U(0, 1);
   c.y_nhwc = U(0, 1);
   c.plan[0] = 2;
+  c.plan[7] = U(0, 3);  // layout staging (taken only where its preconditions hold)
   int mode = U(0, 3);
   if (mode == 0) {
     for (int i = 1; i < 8; ++i) c.plan[i] = 0;  // auto
@@ -308,10 +326,11 @@ static Case random_case(std::mt19937_64& rng) {
 }
 
 static void print_case(const Case& c) {
-  printf("N%d C%d %dx%d M%d K%dx%d pad(t%d,l%d,b%d,r%d) x:%s w:%s y:%s plan[%lld,%lld,%lld,%lld,%lld]",
+  printf("N%d C%d %dx%d M%d K%dx%d pad(t%d,l%d,b%d,r%d) x:%s w:%s y:%s plan[%lld,%lld,%lld,%lld,%lld,..,%lld]",
          c.N, c.C, c.H, c.W, c.M, c.KH, c.KW, c.pt, c.pl, c.pb, c.pr, c.x_nhwc ? "NHWC" : "NCHW",
          c.w_hwio ? "HWIO" : "OIHW", c.y_nhwc ? "NHWC" : "NCHW", (long long)c.plan[1],
-         (long long)c.plan[2], (long long)c.plan[3], (long long)c.plan[4], (long long)c.plan[5]);
+         (long long)c.plan[2], (long long)c.plan[3], (long long)c.plan[4], (long long)c.plan[5],
+         (long long)c.plan[7]);
 }
 
 struct PlanRow { int N, C, HW, M, K, nhwc; int64_t plan[8]; };
@@ -320,6 +339,7 @@ static void apply_plan(Case& c) {
   for (auto& r : g_plans)
     if (r.N == c.N && r.C == c.C && r.HW == c.H && r.M == c.M && r.K == c.KH && r.nhwc == (int)c.x_nhwc)
       for (int i = 0; i < 8; ++i) c.plan[i] = r.plan[i];
+  c.plan[7] |= g_stage;
 }
 
 int main(int argc, char** argv) {
@@ -327,6 +347,7 @@ int main(int argc, char** argv) {
   int var_layouts = 1;  // bit 0: NHWC, bit 1: NCHW
   int nrandom = 240;
   uint64_t seed = 20261121;
+  std::vector<std::string> ones;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--small")) small = true;
     else if (!strcmp(argv[i], "--no-time")) do_time = false;
@@ -337,6 +358,8 @@ int main(int argc, char** argv) {
                   : !strcmp(argv[i], "none") ? 0 : 1;
     }
     else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrandom = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--one") && i + 1 < argc) ones.push_back(argv[++i]);
+    else if (!strcmp(argv[i], "--stage") && i + 1 < argc) g_stage = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], nullptr, 10);
     else if (!strcmp(argv[i], "--plans") && i + 1 < argc) {
       FILE* f = fopen(argv[++i], "r");
@@ -358,6 +381,27 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
 
+  if (!ones.empty()) {
+    for (auto& o : ones) {
+      int N, C, HW, M, K;
+      char xl[8] = {0}, wl[8] = {0};
+      if (sscanf(o.c_str(), "%d %d %d %d %d %4s/%4s", &N, &C, &HW, &M, &K, xl, wl) != 7) {
+        fprintf(stderr, "bad --one \"%s\"\n", o.c_str());
+        return 2;
+      }
+      Case cs = layer(N, C, HW, M, K, !strcmp(xl, "NHWC"));
+      cs.w_hwio = !strcmp(wl, "HWIO");
+      apply_plan(cs);
+      TimeResult t = time_case(cs, rng);
+      ConvParams p = make_params(cs);
+      double flop = 2.0 * p.N * p.M * p.OH * p.OW * p.C * p.KH * p.KW;
+      char buf[64];
+      fastconv::multi_channel_describe(p, buf, sizeof buf);
+      printf("one %s/%s N%d C%d %dx%d M%d K%d %-16s %9.2f us %7.2f TFLOP/s\n", xl, wl, N, C, HW,
+             HW, M, K, buf, t.us, flop / (t.us * 1e-6) / 1e12);
+    }
+    return 0;
+  }
   int fails = 0, checked = 0;
   double worst = 0;
   if (small) {

@@ -1,0 +1,127 @@
+// Layout staging for the multi-channel kernel: copies a dense NCHW input into NHWC and dense
+// OIHW filters into HWIO, in a workspace the FFI call carries as its second result, so the
+// kernel reads both through its 16-byte loaders.  Why: on small maps (batch 1, the split
+// path) the kernel's 4-byte NCHW pixel loader and OIHW filter gather cost 10-20 us per call
+// on an H200 (14x14x512 K3: 71.6 us NCHW/OIHW vs 34.8 us NHWC/HWIO), while copying the
+// operands costs 1-6 us.  The planner decides (plan[7] flags, jax_fastconv/planner.py
+// mc_staging); the launcher checks the preconditions and the workspace size again and runs
+// the native path when either fails, so a flag can never make a result wrong.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "conv_params.h"
+
+namespace fastconv {
+
+// plan[7] bits of a multi-channel plan.
+constexpr int64_t kStageInputNHWC = 1;    // dense NCHW input -> NHWC copy
+constexpr int64_t kStageFiltersHWIO = 2;  // dense OIHW filters -> HWIO copy
+
+inline int64_t round_up4(int64_t n) { return (n + 3) & ~int64_t(3); }
+
+inline bool dense_nchw_input(const ConvParams& p) {
+  return p.x_sw == 1 && p.x_sh == p.W && p.x_sc == p.H * p.W && p.x_sn == p.C * p.H * p.W &&
+         p.C % 4 == 0;
+}
+inline bool dense_oihw_filters(const ConvParams& p) {
+  return p.w_sw == 1 && p.w_sh == p.KW && p.w_si == p.KH * p.KW &&
+         p.w_so == p.C * p.KH * p.KW && p.M % 4 == 0;
+}
+
+// Where the staged copies live in the workspace (elements; -1 = not staged).  The same layout
+// as planner.mc_workspace_elems: [NHWC input, rounded to 4][HWIO filters, rounded to 4].
+struct Staging {
+  int64_t x_off = -1, w_off = -1, elems = 0;
+};
+inline Staging staging_layout(const ConvParams& p) {
+  Staging s;
+  const int64_t flags = p.plan[7];
+  if ((flags & kStageInputNHWC) && dense_nchw_input(p)) {
+    s.x_off = 0;
+    s.elems = round_up4(p.N * p.C * p.H * p.W);
+  }
+  if ((flags & kStageFiltersHWIO) && dense_oihw_filters(p)) {
+    s.w_off = s.elems;
+    s.elems += round_up4(p.M * p.C * p.KH * p.KW);
+  }
+  return s;
+}
+
+namespace staging {
+
+// in: [batch][rows][cols] dense.  Element (b, i, j) goes to
+//   out[b * out_bs + (j % A) * sA + (j / A) * sB + i]
+// NCHW -> NHWC: rows = C, cols = H*W, A = H*W, sA = C, sB = 0;
+// OIHW -> HWIO: rows = M, cols = C*KH*KW, A = KH*KW, sA = C*M, sB = M.
+// 32x32 tiles through shared memory: reads coalesced along j, writes along i.
+static __global__ void __launch_bounds__(256) transpose_remap(const float* __restrict__ in,
+                                                              float* __restrict__ out,
+                                                              int batch, int rows, int cols,
+                                                              int A, long long sA, long long sB,
+                                                              long long out_bs) {
+  __shared__ float t[32][33];
+  const int j0 = blockIdx.x * 32, i0 = blockIdx.y * 32;
+  const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
+  for (int b = blockIdx.z; b < batch; b += gridDim.z) {
+    const float* src = in + (long long)b * rows * cols;
+#pragma unroll
+    for (int r = 0; r < 32; r += 8) {
+      const int i = i0 + ty + r, j = j0 + tx;
+      if (i < rows && j < cols) t[ty + r][tx] = src[(long long)i * cols + j];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 32; r += 8) {
+      const int j = j0 + ty + r, i = i0 + tx;
+      if (i < rows && j < cols)
+        out[b * out_bs + (long long)(j % A) * sA + (long long)(j / A) * sB + i] = t[tx][ty + r];
+    }
+    __syncthreads();
+  }
+}
+
+inline cudaError_t launch_transpose_remap(const float* in, float* out, long long batch,
+                                          long long rows, long long cols, long long A,
+                                          long long sA, long long sB, long long out_bs,
+                                          cudaStream_t stream) {
+  if (batch <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
+  const long long gx = (cols + 31) / 32, gy = (rows + 31) / 32;
+  if (gy > 65535 || gx > 0x7fffffffLL || rows > 0x7fffffffLL || cols > 0x7fffffffLL ||
+      batch > 0x7fffffffLL)
+    return cudaErrorInvalidValue;
+  const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)(batch < 65535 ? batch : 65535));
+  transpose_remap<<<grid, dim3(32, 8), 0, stream>>>(in, out, (int)batch, (int)rows, (int)cols,
+                                                     (int)A, sA, sB, out_bs);
+  return cudaGetLastError();
+}
+
+}  // namespace staging
+
+// Stages what `s` says into `ws` and rewrites q's strides (and *x, *w) to read the copies.
+inline cudaError_t stage_operands(const Staging& s, ConvParams* q, const float** x,
+                                  const float** w, float* ws, cudaStream_t stream) {
+  if (s.x_off >= 0) {
+    const int64_t HW = q->H * q->W;
+    float* xs = ws + s.x_off;
+    cudaError_t err = staging::launch_transpose_remap(*x, xs, q->N, q->C, HW, HW, q->C, 0,
+                                                      HW * q->C, stream);
+    if (err != cudaSuccess) return err;
+    q->x_sc = 1; q->x_sw = q->C; q->x_sh = q->W * q->C; q->x_sn = HW * q->C;
+    *x = xs;
+  }
+  if (s.w_off >= 0) {
+    const int64_t KK = q->KH * q->KW;
+    float* wsp = ws + s.w_off;
+    cudaError_t err = staging::launch_transpose_remap(*w, wsp, 1, q->M, q->C * KK, KK,
+                                                      q->C * q->M, q->M, 0, stream);
+    if (err != cudaSuccess) return err;
+    q->w_so = 1; q->w_si = q->M; q->w_sw = q->C * q->M; q->w_sh = q->KW * q->C * q->M;
+    *w = wsp;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace fastconv
