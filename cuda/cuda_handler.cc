@@ -24,7 +24,7 @@ cudaError_t LaunchPlanned(const ConvParams& p, const float* x, const float* w, f
 }
 
 // `work`: the workspace result (jax_fastconv/primitive.py sizes it from the plan; the
-// multi-channel launcher stages operands there, see layout_staging.cuh). Its contents are
+// multi-channel launcher stages the filters there, see filter_staging.cuh). Its contents are
 // scratch: XLA discards it.
 ffi::Error ConvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
                         ffi::ResultBuffer<ffi::F32> y, ffi::ResultBuffer<ffi::F32> work,

@@ -20,8 +20,8 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
                                   cudaStream_t stream);
 
 // multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, stride 1). `workspace`
-// (may be null) holds the layout-staged operands plan[7] asks for (layout_staging.cuh);
-// without enough of it the operands are read in place.
+// (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh);
+// without enough of it the filters are read in place.
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream);

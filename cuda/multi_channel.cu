@@ -63,7 +63,12 @@
 // e.g. NCHW); the filter loader likewise (HWIO: filter-fast; OIHW: channel-fast).  Padding
 // (negative too) is applied in the loader (cp.async zero-fill); any C, M, N, KH, KW.
 // The output tile is staged through shared memory and written with the coalesced mapping of the
-// output layout (filter-fast for NHWC, pixel-fast for NCHW).
+// output layout (filter-fast for NHWC, pixel-fast for NCHW); it is parked in the same order
+// (pixel-major / filter-major), so the epilogue's reads, local or through distributed shared
+// memory in the cluster split, are consecutive too.
+// Filter staging (plan[7] & 2, cuda/filter_staging.cuh): dense OIHW filters may first be copied
+// to HWIO in the call's workspace, where the planner measured the 4-byte OIHW gather to cost
+// more than the copy.
 // Restrictions: stride 1 (else cudaErrorInvalidValue); the filter tensor must have fewer than
 // 2^31 elements (32-bit filter offsets; else cudaErrorInvalidValue).
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +81,7 @@
 
 #include "kernels.h"
 #include "launch_util.h"
-#include "layout_staging.cuh"
+#include "filter_staging.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -124,7 +129,12 @@ struct Cfg {
   static constexpr int LDAK = BK + 4, LDB = BN + 4, LDC = BN + 1;
   static constexpr int A_STAGE = BM * LDAK, B_STAGE = BK * LDB;
   static constexpr int PIPE = STAGES * (A_STAGE + B_STAGE);
-  static constexpr int CTILE = BM * LDC;
+  // The output tile is parked pixel-major (pitch LDC) for filter-contiguous output, filter-
+  // major (pitch LDP) for pixel-contiguous output: the epilogue then reads consecutive
+  // addresses in both cases, which matters for the cluster split's distributed shared memory
+  // reads (strided remote reads cost 1.7-2.4x the kernel time at batch 1, H200, notes).
+  static constexpr int LDP = BM + 1;
+  static constexpr int CTILE = BM * LDC > BN * LDP ? BM * LDC : BN * LDP;
   static constexpr int REGION = PIPE > CTILE ? PIPE : CTILE;  // floats
   static constexpr int REGION_AL = (REGION + 3) & ~3;
   static constexpr size_t SMEM = size_t(REGION_AL) * 4 + size_t(BM) * 16;  // + rowoff, apix
@@ -386,15 +396,18 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   cp_async_wait<0>();
   __syncthreads();  // pipeline buffers dead: reuse as the output tile
 
-  // ---- epilogue: park the tile in shared memory (pixel-major, padded)
+  // ---- epilogue: park the tile in shared memory, laid out as the output is written
+  // (pixel-major for filter-contiguous output, filter-major for pixel-contiguous output)
   float* Cs = smem;
+  constexpr int LDP = G::LDP;
+  const int ym = a.y_mfast;
 #pragma unroll
   for (int ii = 0; ii < TM; ++ii) {
     const int row = KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
       const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
-      Cs[row * LDC + col] = acc[ii][jj];
+      Cs[ym ? row * LDC + col : col * LDP + row] = acc[ii][jj];
     }
   }
   constexpr int TILE = BM * BN;
@@ -409,14 +422,15 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     const int e_beg = rank * per;
     const int e_end = min(TILE, e_beg + per);
     for (int e = e_beg + tid; e < e_end; e += NT) {
-      int p, n;
-      if (a.y_mfast) { p = e / BN; n = e - p * BN; } else { n = e / BM; p = e - n * BM; }
+      int p, n, ci;
+      if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
+      else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
       const long long ro = rowoff[p];
       if (ro >= 0 && m0 + n < a.M) {
         float s = 0.f;
         for (int q = 0; q < CS; ++q) {  // fixed order: deterministic
           const float* rc = cluster.map_shared_rank(Cs, q);
-          s += rc[p * LDC + n];
+          s += rc[ci];
         }
         a.y[ro + (long long)(m0 + n) * a.y_sc] = s;
       }
@@ -426,10 +440,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   } else {
     __syncthreads();
     for (int e = tid; e < TILE; e += NT) {
-      int p, n;
-      if (a.y_mfast) { p = e / BN; n = e - p * BN; } else { n = e / BM; p = e - n * BM; }
+      int p, n, ci;
+      if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
+      else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
       const long long ro = rowoff[p];
-      if (ro >= 0 && m0 + n < a.M) a.y[ro + (long long)(m0 + n) * a.y_sc] = Cs[p * LDC + n];
+      if (ro >= 0 && m0 + n < a.M) a.y[ro + (long long)(m0 + n) * a.y_sc] = Cs[ci];
     }
   }
 }
@@ -607,9 +622,9 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   DeviceInfo dev;
   if (current_device_info(&dev) != cudaSuccess) return 0;
   mc::Choice ch = mc::plan_config(p, dev.sms);
-  const Staging s = staging_layout(p);  // staged operands: "+x" NHWC input, "+w" HWIO filters
-  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
-                  ch.bk, ch.cs, s.x_off >= 0 ? "+x" : "", s.w_off >= 0 ? "+w" : "");
+  const Staging s = staging_layout(p);  // "+w": the filters are staged as HWIO
+  return snprintf(buf, len, "%dx%d/S%d/cs%d%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
+                  ch.bk, ch.cs, s.w_off >= 0 ? "+w" : "");
 }
 
 namespace mc {
@@ -620,13 +635,13 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
-  // Layout staging (plan[7], layout_staging.cuh): only with a large enough workspace.
+  // Filter staging (plan[7], filter_staging.cuh): only with a large enough workspace.
   const Staging s = staging_layout(p);
   if (s.elems == 0 || workspace == nullptr || workspace_elems < s.elems ||
       (reinterpret_cast<uintptr_t>(workspace) & 15) != 0 || p.stride_h != 1 || p.stride_w != 1)
     return mc::launch_native(p, x, w, y, stream);
   ConvParams q = p;
-  const cudaError_t err = stage_operands(s, &q, &x, &w, workspace, stream);
+  const cudaError_t err = stage_filters(s, &q, &w, workspace, stream);
   if (err != cudaSuccess) return err;
   return mc::launch_native(q, x, w, y, stream);
 }

@@ -115,18 +115,18 @@ MC_MIN_STEPS = 12               # each split rank keeps >= 12 reduction steps (k
 MC_MAX_SPLIT = 8                # portable cluster size
 MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 tile only
 MC_LAST_RESORT_STEPS = 4        # last resort: each rank keeps >= 4 steps
-# Layout staging (plan[7] bits, cuda/layout_staging.cuh): copy a dense NCHW input to NHWC
-# and dense OIHW filters to HWIO in the call's workspace so the kernel's 16-byte loaders read
-# them. Measured on an H200 (kernel us, batch 1, NCHW/OIHW vs NHWC/HWIO): 14x14x512 K3
-# 71.6 vs 34.8, 56x56x64 K3 27.0 vs 13.4, 14x14x512 K1 21.3 vs 9.3; the NCHW input costs
-# 10-22 us where the reduction is split over >= 4 ranks and <= 2 us where it is split less
-# (112x112x64 K3 cs3: 47.0 vs 45.2; batch 32 56x56x64 K1: 37.5 vs 37.8), while the copy
-# costs about 2 x bytes / copy bandwidth; OIHW filters cost 2-83 us at every K > 1 layer
-# measured (nothing at K = 1, where OIHW rows are channel-contiguous).
-MC_STAGE_INPUT = 1
+# Filter staging (plan[7] bit 2, cuda/filter_staging.cuh): copy dense OIHW filters to HWIO in
+# the call's workspace so the kernel's filter loads are 16-byte and filter-contiguous. Per stage
+# the kernel reads S channels of M' filters at one tap, KH*KW floats apart in OIHW: a 4-byte
+# gather, one 32-byte sector per word, repeated by every pixel tile. Measured on an H200 (batch
+# 1, NCHW, kernel us native -> staged): 28x28x128 K5 53.6 -> 34.9, 14x14x256 K5 51.8 -> 38.8,
+# 28x28x256 K3 58.5 -> 48.8, 14x14x512 K3 61.3 -> 56.1; losses (the copy, ~2.5 us at least):
+# 7x7x512 K3 (one pixel tile) 19.6 -> 29.0, 14x14x256 K3 16.9 -> 19.1, 64-channel maps K3
+# +0.5 to +2.1. The rule: stage when at least 2 pixel tiles re-read the filters and
+# KH*KW x pixel tiles x filter bytes >= MC_STAGE_FILTER_MIN (an estimate of the gather's extra
+# traffic; 7 of the 8 measured gains and all but 2 of the 11 small losses fall on the right side).
 MC_STAGE_FILTERS = 2
-MC_STAGE_INPUT_MIN_SPLIT = 4
-MC_STAGE_INPUT_MAX_BYTES = 256 * 2 ** 20  # the workspace doubles the input: keep it bounded
+MC_STAGE_FILTER_MIN = 300e6
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -184,7 +184,7 @@ QUANTITY_NOTES = {
     "steps_per_rank": "reduction steps each split rank sums",
     "c_split": "channel split (beyond the paper; 1 = none)",
     "channels_per_split": "channels per split",
-    "layout_staging": "plan[7]: 1 = NCHW input copied to NHWC, 2 = OIHW filters to HWIO",
+    "filter_staging": "plan[7]: 2 = the OIHW filters are copied to HWIO first, 0 = read in place",
 }
 
 
@@ -304,46 +304,37 @@ def _mc_max_split(hw: Hardware, Wx: int) -> int:
     return MC_MAX_SPLIT_SM90_SMALL if Wx == 32 else MC_MAX_SPLIT
 
 
-def _dense_nchw_input(spec: ConvSpec) -> bool:
-    d = spec.dims
-    return (tuple(spec.lhs_strides) == (d["C"] * d["H"] * d["W"], d["H"] * d["W"], d["W"], 1)
-            and d["C"] % 4 == 0)
-
-
 def _dense_oihw_filters(spec: ConvSpec) -> bool:
     d = spec.dims
     kk = d["KH"] * d["KW"]
     return tuple(spec.rhs_strides) == (d["C"] * kk, kk, d["KW"], 1) and d["M"] % 4 == 0
 
 
-def _mc_staging(spec: ConvSpec, c_split: int) -> tuple[int, str]:
-    """plan[7] layout-staging flags for a multi-channel plan, and why (see MC_STAGE_*)."""
+def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
+    """plan[7] for a multi-channel plan with W'x-pixel tiles: MC_STAGE_FILTERS or 0, and why."""
     d = spec.dims
-    flags, why = 0, []
-    if (_dense_nchw_input(spec) and c_split >= MC_STAGE_INPUT_MIN_SPLIT
-            and 4 * d["N"] * d["C"] * d["H"] * d["W"] <= MC_STAGE_INPUT_MAX_BYTES):
-        flags |= MC_STAGE_INPUT
-        why.append(f"the NCHW input is copied to NHWC first (split {c_split} >= "
-                   f"{MC_STAGE_INPUT_MIN_SPLIT}: the pixel loader's cost exceeds the copy's)")
-    if _dense_oihw_filters(spec) and d["KH"] * d["KW"] > 1:
-        flags |= MC_STAGE_FILTERS
-        why.append("the OIHW filters are copied to HWIO first (16-byte filter loads)")
-    return flags, "; ".join(why)
+    kk = d["KH"] * d["KW"]
+    if not _dense_oihw_filters(spec) or kk == 1:
+        return 0, ""
+    tiles = _cdiv(d["N"] * d["OH"] * d["OW"], Wx)
+    w_bytes = ELEM_BYTES * d["M"] * d["C"] * kk
+    score = kk * tiles * w_bytes
+    if tiles < 2 or score < MC_STAGE_FILTER_MIN:
+        return 0, ""
+    return MC_STAGE_FILTERS, (f"the OIHW filters are copied to HWIO first ({tiles} pixel tiles "
+                              f"x {kk} taps re-read {w_bytes} B of filters: the 4-byte OIHW gather "
+                              f"costs more than the copy)")
 
 
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:
-    """float32 elements of the CUDA call's workspace result: the staged copies plan[7] asks
-    for (the same layout as cuda/layout_staging.cuh staging_layout), 0 if none."""
-    if plan.method != "multi_channel":
+    """float32 elements of the CUDA call's workspace result: the HWIO copy of the filters when
+    plan[7] asks for it (the same size as cuda/filter_staging.cuh staging_layout), else 0."""
+    if plan.method != "multi_channel" or not plan.kernel_attrs[7] & MC_STAGE_FILTERS:
         return 0
-    d, flags = spec.dims, plan.kernel_attrs[7]
-    r4 = lambda n: -(-n // 4) * 4
-    n = 0
-    if flags & MC_STAGE_INPUT and _dense_nchw_input(spec):
-        n += r4(d["N"] * d["C"] * d["H"] * d["W"])
-    if flags & MC_STAGE_FILTERS and _dense_oihw_filters(spec):
-        n += r4(d["M"] * d["C"] * d["KH"] * d["KW"])
-    return n
+    if not _dense_oihw_filters(spec):
+        return 0
+    d = spec.dims
+    return -(-(d["M"] * d["C"] * d["KH"] * d["KW"]) // 4) * 4
 
 
 def _mc_size_limit(spec: ConvSpec) -> str | None:
@@ -480,10 +471,10 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         ("reduction_steps", c["steps"]), ("c_split", c_split),
         ("steps_per_rank", c["steps"] // c_split),
         ("channels_per_split", _cdiv(C, c_split))]
-    stage, stage_why = _mc_staging(spec, c_split)
+    stage, stage_why = _mc_filter_staging(spec, c["Wx"])
     if stage_why:
-        why += f"; layout staging: {stage_why}"
-    q.append(("layout_staging", stage))
+        why += f"; {stage_why}"
+    q.append(("filter_staging", stage))
     attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"], stage)
     return Plan("multi_channel", f"C > 1, stride 1: stride-fixed block (sec 3.2): {why}",
                 hw.name, tuple(q), tuple(int(a) for a in attrs))

@@ -17,7 +17,7 @@ from _helpers import assert_partition
 
 from jax_fastconv import hardware as hwm, planner as pl
 from jax_fastconv import plan_single_channel as psc
-from jax_fastconv.spec import spec_from_logical
+from jax_fastconv.spec import normalize, spec_from_logical
 
 GTX = hwm.PRESETS["gtx1080ti"]
 
@@ -81,8 +81,10 @@ def test_calibrated_fma_rate_enters_n_fma():
 # Requirement per SM: b x M' x S_e x min(W'x, P) >= 66,048. 128x64/S64: 2*64*16*128 = 262,144.
 # Preference: smallest M' (64), largest W'x (128), S = 64 B first -> 128x64/S64 whenever
 # P >= 128 (M'_lower = ceil(66048 / (2*16*128)) = 17 <= 64).
-# These specs are NCHW/OIHW (spec_from_logical's default): kernel_attrs[7] = 2 (the OIHW
-# filters are staged as HWIO) when K > 1; the input is never staged here (no split on sm_61).
+# These specs are NCHW/OIHW (spec_from_logical's default): kernel_attrs[7] = 2 where the
+# filter-staging rule holds (KH*KW x pixel tiles x filter bytes >= 300e6, >= 2 tiles):
+#   224/64->256/3: 9 x 392 x 589,824 B; 14/256->256/3: 9 x 5 x 2.4 MB = 106e6 -> not staged;
+#   256/64->128/5: 25 x 497 x 819,200 B.
 # fields: S, W'x, W'y, M', stage_bytes, shared_bytes_per_block, blocks_per_SM, output_tiles,
 #         c_split, kernel_attrs
 MULTI_CASES = {
@@ -93,7 +95,7 @@ MULTI_CASES = {
     # < 2 x 28. Grid rule, target 3 x 28 = 84: 128x64 needs split 11, 64x64 (12 tiles) 7,
     # 32x64 (20 tiles) 5, all > 1 (no clusters on sm_61) -> last resort 32x64/S64, split 1.
     "14/256->256/3": (spec_from_logical(1, 256, 14, 14, 256, 3, 3), 64, 32, 3, 64, 6912,
-                      28160, 3, 20, 1, (2, 16, 64, 32, 3, 1, 128, 2)),
+                      28160, 3, 20, 1, (2, 16, 64, 32, 3, 1, 128, 0)),
     # K=1: P = 784, tiles ceil(784/128) * 8 = 7*8 = 56 >= 2 x 28: no split, 128x64/S64.
     "28/512->512/1": (spec_from_logical(1, 512, 28, 28, 512, 1, 1), 64, 128, 1, 64, 14592,
                       45824, 2, 56, 1, (2, 16, 64, 128, 1, 1, 128, 0)),
@@ -146,51 +148,50 @@ def test_multi_channel_h200_split_rule():
     # b1 56x56x128 -> 128, K3 VALID: P = 54*54 = 2,916. 128x64: 23*2 = 46 tiles < 264, split
     # ceil(396/46) = 9 > 8. 64x64: ceil(2916/64) = 46 x 2 = 92 tiles, split ceil(396/92) = 5,
     # 5 x 12 = 60 <= 8 segments x 9 taps = 72 steps -> 64x64/S64/cs5 (14 steps per rank).
-    # NCHW/OIHW, split 5 >= 4: both operands layout-staged (plan[7] = 1 | 2).
     plan = pl.make_plan(spec_from_logical(1, 128, 56, 56, 128, 3, 3), hwm.PRESETS["h200"])
-    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 5, 128, 3), plan.reason
+    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 5, 128, 0), plan.reason
     assert plan["steps_per_rank"] == 14 and "beyond the paper" in plan.reason
     # b1 7x7x512 K3 VALID: P = 25: every tile count is 8 -> last resort 32x64, split
     # min(ceil(396/8) = 50, 16 (sm_90, non-portable), 32*9 // 4 = 72) = 16.
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), hwm.PRESETS["h200"])
-    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 3), plan.reason
+    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 0), plan.reason
     assert "last resort" in plan.reason
 
 
-# ---------------------------------------------------------------- layout staging (plan[7])
+# ---------------------------------------------------------------- filter staging (plan[7])
 H200 = hwm.PRESETS["h200"]
 
 
-@pytest.mark.parametrize("layout,N,C,H,M,K,flags", [
-    ("NHWC", 1, 512, 14, 512, 3, 0),   # NHWC/HWIO: both operands already 16-byte loadable
-    ("NCHW", 1, 512, 14, 512, 3, 3),   # split 10: input and filters staged
-    ("NCHW", 1, 512, 14, 512, 1, 1),   # K = 1: OIHW rows are channel-contiguous, input only
-    ("NCHW", 1, 64, 224, 64, 3, 2),    # no split: the NCHW pixel loader is kept
-    ("NCHW", 32, 64, 56, 64, 3, 2),    # batch 32, no split
-    ("NCHW", 1, 510, 14, 512, 3, 2),   # C % 4 != 0: no 16-byte input loader, input not staged
-    ("NCHW", 1, 512, 14, 510, 3, 1),   # M % 4 != 0: no 16-byte filter loader, filters kept
+@pytest.mark.parametrize("layout,N,C,H,M,K,tile,staged", [
+    # score = KH*KW x pixel tiles x filter bytes >= 300e6 and >= 2 tiles -> staged
+    ("NCHW", 1, 512, 14, 512, 3, 32, True),    # 9 x 5 x 9.4 MB
+    ("NCHW", 1, 128, 28, 128, 5, 32, True),    # 25 x 18 x 1.6 MB
+    ("NCHW", 1, 512, 7, 512, 3, 32, False),    # one pixel tile (5 x 5 outputs)
+    ("NCHW", 1, 256, 14, 256, 3, 32, False),   # 9 x 5 x 2.4 MB = 106e6
+    ("NCHW", 1, 64, 56, 64, 3, 32, False),     # 9 x 92 x 147 kB = 122e6
+    ("NCHW", 1, 512, 14, 512, 1, 32, False),   # K = 1: OIHW rows are channel-contiguous
+    ("NHWC", 1, 512, 14, 512, 3, 32, False),   # HWIO filters: nothing to stage
+    ("NCHW", 1, 512, 14, 510, 3, 32, False),   # M % 4 != 0: no 16-byte filter loads
 ])
-def test_layout_staging_flags(layout, N, C, H, M, K, flags):
+def test_filter_staging_rule(layout, N, C, H, M, K, tile, staged):
     spec = spec_from_logical(N, C, H, H, M, K, K, layout=layout)
     plan = pl.make_plan(spec, H200)
-    assert plan.method == "multi_channel", plan.reason
-    assert plan.kernel_attrs[7] == flags == plan["layout_staging"], plan.reason
-    assert ("copied to NHWC" in plan.reason) == bool(flags & pl.MC_STAGE_INPUT)
-    assert ("copied to HWIO" in plan.reason) == bool(flags & pl.MC_STAGE_FILTERS)
-    r4 = lambda n: -(-n // 4) * 4
-    want = ((r4(N * C * H * H) if flags & 1 else 0) + (r4(M * C * K * K) if flags & 2 else 0))
-    assert pl.workspace_elems(spec, plan) == want
+    assert plan.method == "multi_channel" and plan["W'x"] == tile, plan.reason
+    assert plan.kernel_attrs[7] == plan["filter_staging"] == (pl.MC_STAGE_FILTERS if staged else 0)
+    assert ("copied to HWIO" in plan.reason) == staged
+    assert pl.workspace_elems(spec, plan) == (-(-(M * C * K * K) // 4) * 4 if staged else 0)
 
 
-def test_layout_staging_input_needs_split_and_size_bound():
-    # the split rule: >= 4 ranks stage the input, fewer do not
-    spec = spec_from_logical(1, 128, 56, 56, 128, 3, 3)             # 64x64 cs5 on the H200
-    assert pl.make_plan(spec, H200)["c_split"] >= pl.MC_STAGE_INPUT_MIN_SPLIT
-    assert pl.make_plan(spec, H200).kernel_attrs[7] & pl.MC_STAGE_INPUT
-    spec = spec_from_logical(1, 64, 112, 112, 64, 3, 3)             # cs3
-    assert pl.make_plan(spec, H200)["c_split"] < pl.MC_STAGE_INPUT_MIN_SPLIT
-    assert not pl.make_plan(spec, H200).kernel_attrs[7] & pl.MC_STAGE_INPUT
-    # single-channel and direct plans carry no workspace
+def test_filter_staging_with_oihw_filters_and_nhwc_input():
+    # the rule reads the filters only: NHWC input with OIHW filters is staged like NCHW
+    spec = normalize((1, 14, 14, 512), (512, 512, 3, 3), (1, 1), "VALID",
+                     dimension_numbers=("NHWC", "OIHW", "NHWC"))
+    plan = pl.make_plan(spec, H200)
+    assert plan.kernel_attrs[7] == pl.MC_STAGE_FILTERS
+    assert pl.workspace_elems(spec, plan) == 512 * 512 * 9
+
+
+def test_no_workspace_outside_multi_channel():
     for spec in (spec_from_logical(1, 1, 64, 64, 32, 3, 3), spec_from_logical(1, 4, 9, 9, 8, 3, 3)):
         plan = pl.make_plan(spec, H200)
         assert plan.method != "multi_channel" and pl.workspace_elems(spec, plan) == 0

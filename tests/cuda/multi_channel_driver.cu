@@ -9,12 +9,12 @@
 //   --small : three small representative cases only (for compute-sanitizer), no timing.
 //   --no-ab : skip the NHWC A/B of the 4-byte loaders; --variants: layouts of the tiling
 //             variants (default nhwc).
-//   --one "N C HW M K XL/WL" : time one VALID layer only (e.g. "1 512 14 512 3 NCHW/OIHW";
-//             output layout = input layout; plan from --plans when listed, else automatic),
+//   --one "N C HW M K XL/WL[/YL]" : time one VALID layer only (e.g. "1 512 14 512 3 NCHW/OIHW";
+//             output layout YL, default the input layout; plan from --plans when listed, else automatic),
 //             no correctness pass: for ncu and quick A/B runs.  Repeatable.
-//   --stage F : OR the layout-staging flags F (1: NCHW input -> NHWC, 2: OIHW filters ->
-//             HWIO; cuda/layout_staging.cuh) into every layer case's plan[7] (random cases
-//             draw their own flags).
+//   --stage F : OR the staging flags F (2: OIHW filters -> HWIO; cuda/filter_staging.cuh)
+//             into every layer case's plan[7] (random cases draw their own flags).
+//   DRV_STAGE_ONLY=1 with --one: also time the staging copy alone.
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "../../cuda/kernels.h"
-#include "../../cuda/layout_staging.cuh"
+#include "../../cuda/filter_staging.cuh"
 
 namespace fastconv {
 int multi_channel_describe(const ConvParams& p, char* buf, int len);
@@ -308,7 +308,7 @@ static Case random_case(std::mt19937_64& rng) {
   c.w_hwio = U(0, 1);
   c.y_nhwc = U(0, 1);
   c.plan[0] = 2;
-  c.plan[7] = U(0, 3);  // layout staging (taken only where its preconditions hold)
+  c.plan[7] = U(0, 1) * 2;  // filter staging (taken only where its preconditions hold)
   int mode = U(0, 3);
   if (mode == 0) {
     for (int i = 1; i < 8; ++i) c.plan[i] = 0;  // auto
@@ -384,20 +384,45 @@ int main(int argc, char** argv) {
   if (!ones.empty()) {
     for (auto& o : ones) {
       int N, C, HW, M, K;
-      char xl[8] = {0}, wl[8] = {0};
-      if (sscanf(o.c_str(), "%d %d %d %d %d %4s/%4s", &N, &C, &HW, &M, &K, xl, wl) != 7) {
+      char xl[8] = {0}, wl[8] = {0}, yl[8] = {0};
+      const int got = sscanf(o.c_str(), "%d %d %d %d %d %4[A-Z]/%4[A-Z]/%4[A-Z]", &N, &C, &HW, &M,
+                             &K, xl, wl, yl);
+      if (got != 7 && got != 8) {
         fprintf(stderr, "bad --one \"%s\"\n", o.c_str());
         return 2;
       }
       Case cs = layer(N, C, HW, M, K, !strcmp(xl, "NHWC"));
       cs.w_hwio = !strcmp(wl, "HWIO");
+      if (got == 8) cs.y_nhwc = !strcmp(yl, "NHWC");  // "XL/WL/YL": output layout too
       apply_plan(cs);
       TimeResult t = time_case(cs, rng);
       ConvParams p = make_params(cs);
       double flop = 2.0 * p.N * p.M * p.OH * p.OW * p.C * p.KH * p.KW;
       char buf[64];
       fastconv::multi_channel_describe(p, buf, sizeof buf);
-      printf("one %s/%s N%d C%d %dx%d M%d K%d %-16s %9.2f us %7.2f TFLOP/s\n", xl, wl, N, C, HW,
+      if (getenv("DRV_STAGE_ONLY")) {  // time the staging copies alone (graph of 16)
+        const fastconv::Staging st = fastconv::staging_layout(p);
+        if (st.elems) {
+          size_t nx = (size_t)p.N * p.C * p.H * p.W, nw = (size_t)p.M * p.C * p.KH * p.KW;
+          float *dx, *dw, *dws;
+          CK(cudaMalloc(&dx, nx * 4)); CK(cudaMalloc(&dw, nw * 4)); CK(cudaMalloc(&dws, st.elems * 4 * 16));
+          cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+          auto run = [&] { for (int r = 0; r < 16; ++r) { ConvParams q = p; const float* ww = dw;
+                                                         CK(fastconv::stage_filters(st, &q, &ww, dws + r * st.elems, s)); } };
+          run(); CK(cudaStreamSynchronize(s));
+          cudaGraph_t g; cudaGraphExec_t ge;
+          CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal)); run(); CK(cudaStreamEndCapture(s, &g));
+          CK(cudaGraphInstantiate(&ge, g, 0));
+          cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+          std::vector<float> v;
+          for (int k = 0; k < 15; ++k) { CK(cudaEventRecord(e0, s)); CK(cudaGraphLaunch(ge, s)); CK(cudaEventRecord(e1, s));
+                                         CK(cudaEventSynchronize(e1)); float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); v.push_back(ms * 1e3f / 16); }
+          std::sort(v.begin(), v.end());
+          printf("stage-only %s %.2f us\n", buf, v[v.size() / 2]);
+          CK(cudaFree(dx)); CK(cudaFree(dw)); CK(cudaFree(dws));
+        }
+      }
+      printf("one %s/%s->%s N%d C%d %dx%d M%d K%d %-16s %9.2f us %7.2f TFLOP/s\n", xl, wl, cs.y_nhwc ? "NHWC" : "NCHW", N, C, HW,
              HW, M, K, buf, t.us, flop / (t.us * 1e-6) / 1e12);
     }
     return 0;
@@ -410,7 +435,10 @@ int main(int argc, char** argv) {
     b.pt = 2; b.pl = -1; b.pb = 1; b.pr = 2; b.KW = 3; b.w_hwio = true;
     Case c = layer(1, 130, 20, 130, 1, true);
     c.plan[1] = 16; c.plan[2] = 128; c.plan[3] = 128; c.plan[5] = 3;
-    for (Case* cs : {&a, &b, &c}) {
+    Case d = layer(1, 32, 12, 36, 3, false);  // NCHW/OIHW, filters staged as HWIO
+    d.plan[7] = 2;
+    d.pt = d.pl = d.pb = d.pr = 1;
+    for (Case* cs : {&a, &b, &c, &d}) {
       CheckResult r = check_case(*cs, rng, true);
       print_case(*cs);
       printf(" -> %s rel %.2e written %d bitident %d %s\n", r.desc.c_str(), r.rel, r.all_written,

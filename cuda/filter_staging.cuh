@@ -1,11 +1,15 @@
-// Layout staging for the multi-channel kernel: copies a dense NCHW input into NHWC and dense
-// OIHW filters into HWIO, in a workspace the FFI call carries as its second result, so the
-// kernel reads both through its 16-byte loaders.  Why: on small maps (batch 1, the split
-// path) the kernel's 4-byte NCHW pixel loader and OIHW filter gather cost 10-20 us per call
-// on an H200 (14x14x512 K3: 71.6 us NCHW/OIHW vs 34.8 us NHWC/HWIO), while copying the
-// operands costs 1-6 us.  The planner decides (plan[7] flags, jax_fastconv/planner.py
-// mc_staging); the launcher checks the preconditions and the workspace size again and runs
-// the native path when either fails, so a flag can never make a result wrong.
+// Filter staging for the multi-channel kernel: copies dense OIHW filters into HWIO in a
+// workspace the FFI call carries as its second result, so the kernel reads them with its
+// 16-byte filter loader.  Why: per stage the kernel needs S channels of M' filters at ONE tap;
+// in OIHW those are KH*KW floats apart, so the loader gathers 4-byte words, each from its own
+// 32-byte sector, and every pixel tile of the grid repeats the gather.  Where the filters are
+// large and many tiles (or taps) re-read them that costs more than the copy (H200, batch 1,
+// NCHW, kernel us native / staged: 28x28x128 K5 53.6 / 34.9, 14x14x256 K5 51.8 / 38.8,
+// 28x28x256 K3 58.5 / 48.8; small filters or a single pixel tile lose the copy's ~2.5 us).
+// The planner decides (plan[7], jax_fastconv/planner.py _mc_filter_staging); the launcher
+// checks the layout and the workspace size again and reads the filters in place when either
+// fails, so the flag can never make a result wrong.  (Staging an NCHW input as NHWC the same
+// way was measured too and did not pay once the NCHW output path was fixed: notes.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,36 +20,26 @@
 
 namespace fastconv {
 
-// plan[7] bits of a multi-channel plan.
-constexpr int64_t kStageInputNHWC = 1;    // dense NCHW input -> NHWC copy
+// plan[7] bit of a multi-channel plan.
 constexpr int64_t kStageFiltersHWIO = 2;  // dense OIHW filters -> HWIO copy
 
 inline int64_t round_up4(int64_t n) { return (n + 3) & ~int64_t(3); }
 
-inline bool dense_nchw_input(const ConvParams& p) {
-  return p.x_sw == 1 && p.x_sh == p.W && p.x_sc == p.H * p.W && p.x_sn == p.C * p.H * p.W &&
-         p.C % 4 == 0;
-}
 inline bool dense_oihw_filters(const ConvParams& p) {
   return p.w_sw == 1 && p.w_sh == p.KW && p.w_si == p.KH * p.KW &&
          p.w_so == p.C * p.KH * p.KW && p.M % 4 == 0;
 }
 
-// Where the staged copies live in the workspace (elements; -1 = not staged).  The same layout
-// as planner.mc_workspace_elems: [NHWC input, rounded to 4][HWIO filters, rounded to 4].
+// Where the staged copy lives in the workspace (elements; -1 = not staged).  The same size
+// as planner.workspace_elems: the HWIO filters, rounded up to 4.
 struct Staging {
-  int64_t x_off = -1, w_off = -1, elems = 0;
+  int64_t w_off = -1, elems = 0;
 };
 inline Staging staging_layout(const ConvParams& p) {
   Staging s;
-  const int64_t flags = p.plan[7];
-  if ((flags & kStageInputNHWC) && dense_nchw_input(p)) {
-    s.x_off = 0;
-    s.elems = round_up4(p.N * p.C * p.H * p.W);
-  }
-  if ((flags & kStageFiltersHWIO) && dense_oihw_filters(p)) {
-    s.w_off = s.elems;
-    s.elems += round_up4(p.M * p.C * p.KH * p.KW);
+  if ((p.plan[7] & kStageFiltersHWIO) && dense_oihw_filters(p)) {
+    s.w_off = 0;
+    s.elems = round_up4(p.M * p.C * p.KH * p.KW);
   }
   return s;
 }
@@ -54,8 +48,7 @@ namespace staging {
 
 // in: [batch][rows][cols] dense.  Element (b, i, j) goes to
 //   out[b * out_bs + (j % A) * sA + (j / A) * sB + i]
-// NCHW -> NHWC: rows = C, cols = H*W, A = H*W, sA = C, sB = 0;
-// OIHW -> HWIO: rows = M, cols = C*KH*KW, A = KH*KW, sA = C*M, sB = M.
+// OIHW -> HWIO: batch = 1, rows = M, cols = C*KH*KW, A = KH*KW, sA = C*M, sB = M.
 // 32x32 tiles through shared memory: reads coalesced along j, writes along i.
 static __global__ void __launch_bounds__(256) transpose_remap(const float* __restrict__ in,
                                                               float* __restrict__ out,
@@ -100,18 +93,9 @@ inline cudaError_t launch_transpose_remap(const float* in, float* out, long long
 
 }  // namespace staging
 
-// Stages what `s` says into `ws` and rewrites q's strides (and *x, *w) to read the copies.
-inline cudaError_t stage_operands(const Staging& s, ConvParams* q, const float** x,
-                                  const float** w, float* ws, cudaStream_t stream) {
-  if (s.x_off >= 0) {
-    const int64_t HW = q->H * q->W;
-    float* xs = ws + s.x_off;
-    cudaError_t err = staging::launch_transpose_remap(*x, xs, q->N, q->C, HW, HW, q->C, 0,
-                                                      HW * q->C, stream);
-    if (err != cudaSuccess) return err;
-    q->x_sc = 1; q->x_sw = q->C; q->x_sh = q->W * q->C; q->x_sn = HW * q->C;
-    *x = xs;
-  }
+// Stages what `s` says into `ws` and rewrites q's filter strides (and *w) to read the copy.
+inline cudaError_t stage_filters(const Staging& s, ConvParams* q, const float** w, float* ws,
+                                 cudaStream_t stream) {
   if (s.w_off >= 0) {
     const int64_t KK = q->KH * q->KW;
     float* wsp = ws + s.w_off;
