@@ -101,6 +101,8 @@ struct KArgs {
   int T;        // reduction iterations = ceil(C / BK) * KH * KW
   int b_mfast;  // filter loader: filter-fast (HWIO) or channel-fast (OIHW)
   int y_mfast;  // output writer: filter-fast (NHWC) or pixel-fast (NCHW)
+  int y_vec;    // 16-byte stores straight from registers (no split): 1 filter-contiguous
+                // output, 2 pixel-contiguous output with whole aligned runs of 4 pixels
 };
 
 __device__ __forceinline__ void cp_async4(float* smem_ptr, const float* gptr, bool valid) {
@@ -394,6 +396,48 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     rbuf = (rbuf + 1 == STAGES) ? 0 : rbuf + 1;
   }
   cp_async_wait<0>();
+  // Filter-contiguous output, no split: each thread's 4-filter runs are whole float4s of one
+  // output pixel, and the 8 lanes of a warp row cover 128 contiguous bytes, so the tile goes
+  // straight from registers to global memory (no park, no barrier, 1/4 the stores).  Not in
+  // the 128x128 tile (256 threads, 128 registers: it would spill; not planned on sm_90).
+  if constexpr (KM && NT < 256) {
+    // Pixel-contiguous output from the channel-major tile: a thread's rows ty*4 .. ty*4+3 (and
+    // BM/2 + ...) are 4 consecutive pixels, a float4 per filter when OH*OW % 4 == 0 (runs never
+    // straddle images and stay 16-byte aligned); the 4 ty lanes of a warp write 64 contiguous
+    // bytes per filter.
+    if (a.y_vec == 2 && CS == 1) {
+#pragma unroll
+      for (int h = 0; h < TM / 4; ++h) {
+        const long long ro = rowoff[h * (BM / 2) + ty * 4];
+        if (ro < 0) continue;  // P % 4 == 0 here: a run is wholly inside or outside
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) {
+          const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
+          if (m0 + col < a.M)
+            *reinterpret_cast<float4*>(a.y + ro + (long long)(m0 + col) * a.y_sc) =
+                make_float4(acc[h * 4][jj], acc[h * 4 + 1][jj], acc[h * 4 + 2][jj],
+                            acc[h * 4 + 3][jj]);
+        }
+      }
+      return;
+    }
+  }
+  if (NT < 256 && a.y_vec == 1 && CS == 1) {
+#pragma unroll
+    for (int ii = 0; ii < TM; ++ii) {
+      const int row = KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
+      const long long ro = rowoff[row];
+      if (ro < 0) continue;
+#pragma unroll
+      for (int h = 0; h < TN / 4; ++h) {
+        const int col = h * (BN / 2) + tx * 4;
+        if (m0 + col < a.M)
+          *reinterpret_cast<float4*>(a.y + ro + m0 + col) =
+              make_float4(acc[ii][h * 4], acc[ii][h * 4 + 1], acc[ii][h * 4 + 2], acc[ii][h * 4 + 3]);
+      }
+    }
+    return;
+  }
   __syncthreads();  // pipeline buffers dead: reuse as the output tile
 
   // ---- epilogue: park the tile in shared memory, laid out as the output is written
@@ -599,7 +643,8 @@ static Choice plan_config(const ConvParams& p, int sms) {
   return ch;
 }
 
-static int g_vector = 1;  // drivers may turn the 16-byte loaders off (A/B timing)
+static int g_vector = 1;        // drivers may turn the 16-byte loaders off (A/B timing)
+static int g_direct_store = 1;  // ... and the register-to-global output stores
 
 // 16-byte loaders: A when the input is channel-contiguous (x_sc == 1), C % 4 == 0 and every
 // pixel offset is a multiple of 4 elements on a 16-byte aligned base; B when the filters are
@@ -616,6 +661,7 @@ static void loader_modes(const ConvParams& p, const float* x, const float* w, in
 }  // namespace mc
 
 void multi_channel_set_vector(int on) { mc::g_vector = on; }
+void multi_channel_set_direct_store(int on) { mc::g_direct_store = on; }
 
 // Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
 int multi_channel_describe(const ConvParams& p, char* buf, int len) {
@@ -692,6 +738,11 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::loader_modes(p, x, w, &am, &bv);
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
+  const bool y_al = g_direct_store && ch.cs == 1 && (reinterpret_cast<uintptr_t>(y) & 15) == 0;
+  a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
+             p.y_sn % 4 == 0) ? 1
+          : (y_al && am == 0 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
+             p.y_sc % 4 == 0 && p.y_sn % 4 == 0) ? 2 : 0;
 
   mc::KernelFn fn = nullptr;
   int nt = 0;

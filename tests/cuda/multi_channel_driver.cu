@@ -15,6 +15,7 @@
 //   --stage F : OR the staging flags F (2: OIHW filters -> HWIO; cuda/filter_staging.cuh)
 //             into every layer case's plan[7] (random cases draw their own flags).
 //   DRV_STAGE_ONLY=1 with --one: also time the staging copy alone.
+//   DRV_NO_DIRECT=1: output tiles always through shared memory (A/B of the register stores).
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -37,6 +38,7 @@
 namespace fastconv {
 int multi_channel_describe(const ConvParams& p, char* buf, int len);
 void multi_channel_set_vector(int on);
+void multi_channel_set_direct_store(int on);
 }
 using fastconv::ConvParams;
 
@@ -376,6 +378,7 @@ int main(int argc, char** argv) {
       printf("plans: %zu rows from %s\n", g_plans.size(), argv[i]);
     }
   }
+  if (getenv("DRV_NO_DIRECT")) fastconv::multi_channel_set_direct_store(0);  // A/B timing
   std::mt19937_64 rng(seed);
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
