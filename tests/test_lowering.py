@@ -197,3 +197,20 @@ def test_cuda_lowering_carries_the_planned_workspace(monkeypatch, shapes, dn, ws
     out = jax.eval_shape(f, x, w).shape
     y_t = "tensor<" + "x".join(map(str, out)) + "xf32>"
     assert re.search(r"-> \(" + re.escape(y_t) + r", tensor<" + str(ws) + r"xf32>\)", call), call
+
+
+@pytest.mark.parametrize("dn,staged", [(("NCHW", "OIHW", "NCHW"), True),
+                                       (("NHWC", "HWIO", "NHWC"), False)])
+def test_explain_names_the_filter_staging(monkeypatch, dn, staged):
+    """explain() says when the CUDA call copies OIHW filters to HWIO first (H200 plan)."""
+    from jax_fastconv import _ffi, api
+    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
+    monkeypatch.setattr(_ffi, "cuda_module", object())
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
+    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+    lhs = (1, 512, 14, 14) if dn[0] == "NCHW" else (1, 14, 14, 512)
+    rhs = (512, 512, 3, 3) if dn[1] == "OIHW" else (3, 3, 512, 512)
+    e = fc.explain(lhs, rhs, (1, 1), "VALID", dimension_numbers=dn)
+    assert e.plan.method == "multi_channel", str(e)
+    assert ("copied to HWIO first (" in str(e)) == staged   # the reason, not the legend
+    assert e.plan.kernel_attrs[7] == (2 if staged else 0)
