@@ -30,18 +30,11 @@ inline bool dense_oihw_filters(const ConvParams& p) {
          p.w_so == p.C * p.KH * p.KW && p.M % 4 == 0;
 }
 
-// Where the staged copy lives in the workspace (elements; -1 = not staged).  The same size
-// as planner.workspace_elems: the HWIO filters, rounded up to 4.
-struct Staging {
-  int64_t w_off = -1, elems = 0;
-};
-inline Staging staging_layout(const ConvParams& p) {
-  Staging s;
-  if ((p.plan[7] & kStageFiltersHWIO) && dense_oihw_filters(p)) {
-    s.w_off = 0;
-    s.elems = round_up4(p.M * p.C * p.KH * p.KW);
-  }
-  return s;
+// Workspace elements the staged HWIO copy needs (it starts at the workspace's base), 0 when
+// the filters are read in place.  The same size as planner.workspace_elems.
+inline int64_t staged_filter_elems(const ConvParams& p) {
+  return (p.plan[7] & kStageFiltersHWIO) && dense_oihw_filters(p)
+             ? round_up4(p.M * p.C * p.KH * p.KW) : 0;
 }
 
 namespace staging {
@@ -93,18 +86,14 @@ inline cudaError_t launch_transpose_remap(const float* in, float* out, long long
 
 }  // namespace staging
 
-// Stages what `s` says into `ws` and rewrites q's filter strides (and *w) to read the copy.
-inline cudaError_t stage_filters(const Staging& s, ConvParams* q, const float** w, float* ws,
-                                 cudaStream_t stream) {
-  if (s.w_off >= 0) {
-    const int64_t KK = q->KH * q->KW;
-    float* wsp = ws + s.w_off;
-    cudaError_t err = staging::launch_transpose_remap(*w, wsp, 1, q->M, q->C * KK, KK,
-                                                      q->C * q->M, q->M, 0, stream);
-    if (err != cudaSuccess) return err;
-    q->w_so = 1; q->w_si = q->M; q->w_sw = q->C * q->M; q->w_sh = q->KW * q->C * q->M;
-    *w = wsp;
-  }
+// Copies the dense OIHW filters *w to HWIO at ws and points q's filter strides and *w there.
+inline cudaError_t stage_filters(ConvParams* q, const float** w, float* ws, cudaStream_t stream) {
+  const int64_t KK = q->KH * q->KW;
+  cudaError_t err = staging::launch_transpose_remap(*w, ws, 1, q->M, q->C * KK, KK, q->C * q->M,
+                                                    q->M, 0, stream);
+  if (err != cudaSuccess) return err;
+  q->w_so = 1; q->w_si = q->M; q->w_sw = q->C * q->M; q->w_sh = q->KW * q->C * q->M;
+  *w = ws;
   return cudaSuccess;
 }
 

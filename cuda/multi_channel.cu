@@ -396,6 +396,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     rbuf = (rbuf + 1 == STAGES) ? 0 : rbuf + 1;
   }
   cp_async_wait<0>();
+  // Where accumulator (ii, jj) of this thread sits in the tile: pixel row, filter column.
+  auto prow = [=](int ii) {
+    return KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
+  };
+  auto fcol = [=](int jj) { return (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4); };
   // Filter-contiguous output, no split: each thread's 4-filter runs are whole float4s of one
   // output pixel, and the 8 lanes of a warp row cover 128 contiguous bytes, so the tile goes
   // straight from registers to global memory (no park, no barrier, 1/4 the stores).  Not in
@@ -408,11 +413,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     if (a.y_vec == 2 && CS == 1) {
 #pragma unroll
       for (int h = 0; h < TM / 4; ++h) {
-        const long long ro = rowoff[h * (BM / 2) + ty * 4];
+        const long long ro = rowoff[prow(h * 4)];
         if (ro < 0) continue;  // P % 4 == 0 here: a run is wholly inside or outside
 #pragma unroll
         for (int jj = 0; jj < TN; ++jj) {
-          const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
+          const int col = fcol(jj);
           if (m0 + col < a.M)
             *reinterpret_cast<float4*>(a.y + ro + (long long)(m0 + col) * a.y_sc) =
                 make_float4(acc[h * 4][jj], acc[h * 4 + 1][jj], acc[h * 4 + 2][jj],
@@ -425,12 +430,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   if (NT < 256 && a.y_vec == 1 && CS == 1) {
 #pragma unroll
     for (int ii = 0; ii < TM; ++ii) {
-      const int row = KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
-      const long long ro = rowoff[row];
+      const long long ro = rowoff[prow(ii)];
       if (ro < 0) continue;
 #pragma unroll
       for (int h = 0; h < TN / 4; ++h) {
-        const int col = h * (BN / 2) + tx * 4;
+        const int col = fcol(h * 4);
         if (m0 + col < a.M)
           *reinterpret_cast<float4*>(a.y + ro + m0 + col) =
               make_float4(acc[ii][h * 4], acc[ii][h * 4 + 1], acc[ii][h * 4 + 2], acc[ii][h * 4 + 3]);
@@ -447,10 +451,10 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
   const int ym = a.y_mfast;
 #pragma unroll
   for (int ii = 0; ii < TM; ++ii) {
-    const int row = KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
+    const int row = prow(ii);
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
-      const int col = (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4);
+      const int col = fcol(jj);
       Cs[ym ? row * LDC + col : col * LDP + row] = acc[ii][jj];
     }
   }
@@ -668,9 +672,8 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   DeviceInfo dev;
   if (current_device_info(&dev) != cudaSuccess) return 0;
   mc::Choice ch = mc::plan_config(p, dev.sms);
-  const Staging s = staging_layout(p);  // "+w": the filters are staged as HWIO
   return snprintf(buf, len, "%dx%d/S%d/cs%d%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
-                  ch.bk, ch.cs, s.w_off >= 0 ? "+w" : "");
+                  ch.bk, ch.cs, staged_filter_elems(p) ? "+w" : "");  // "+w": staged as HWIO
 }
 
 namespace mc {
@@ -682,12 +685,12 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
   // Filter staging (plan[7], filter_staging.cuh): only with a large enough workspace.
-  const Staging s = staging_layout(p);
-  if (s.elems == 0 || workspace == nullptr || workspace_elems < s.elems ||
+  const int64_t need = staged_filter_elems(p);
+  if (need == 0 || workspace == nullptr || workspace_elems < need ||
       (reinterpret_cast<uintptr_t>(workspace) & 15) != 0 || p.stride_h != 1 || p.stride_w != 1)
     return mc::launch_native(p, x, w, y, stream);
   ConvParams q = p;
-  const cudaError_t err = stage_filters(s, &q, &w, workspace, stream);
+  const cudaError_t err = stage_filters(&q, &w, workspace, stream);
   if (err != cudaSuccess) return err;
   return mc::launch_native(q, x, w, y, stream);
 }

@@ -328,7 +328,7 @@ def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
 
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:
     """float32 elements of the CUDA call's workspace result: the HWIO copy of the filters when
-    plan[7] asks for it (the same size as cuda/filter_staging.cuh staging_layout), else 0."""
+    plan[7] asks for it (the same size as cuda/filter_staging.cuh staged_filter_elems), else 0."""
     if plan.method != "multi_channel" or not plan.kernel_attrs[7] & MC_STAGE_FILTERS:
         return 0
     if not _dense_oihw_filters(spec):

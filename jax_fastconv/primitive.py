@@ -61,8 +61,8 @@ def _lowering(ctx, lhs, rhs, *, spec, plan, precision, platform):
     attrs = ffi_attributes(spec, plan)
     if platform == "cpu":
         return jax.ffi.ffi_lowering(_target(platform))(ctx, lhs, rhs, **attrs)
-    # CUDA: a second result is the kernel's workspace (layout-staged operands, sized from the
-    # plan; 4 floats when unused); XLA allocates it as a temporary and we drop it.
+    # CUDA: a second result is the kernel's workspace (the HWIO copy of the filters when the
+    # plan stages them; 4 floats when unused); XLA allocates it as a temporary and we drop it.
     from .planner import workspace_elems
     (y_aval,) = ctx.avals_out
     ws_aval = y_aval.update(shape=(max(4, workspace_elems(spec, plan)),))

@@ -116,7 +116,7 @@ static CheckResult check_case(const Case& cs, std::mt19937_64& rng, bool force_f
   CK(cudaMalloc(&dx, nx * 4 + 16));
   CK(cudaMalloc(&dw, nw * 4 + 16));
   CK(cudaMalloc(&dy, ny * 4 + 16));
-  const int64_t nws = fastconv::staging_layout(p).elems;
+  const int64_t nws = fastconv::staged_filter_elems(p);
   float* dws = nullptr;
   if (nws) CK(cudaMalloc(&dws, nws * 4));
   CK(cudaMemcpy(dx, hx.data(), nx * 4, cudaMemcpyHostToDevice));
@@ -222,7 +222,7 @@ static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
   size_t set_bytes = (nx + nw + ny) * 4;
   int R = (int)std::min<size_t>(16, std::max<size_t>(2, (size_t)(256u << 20) / set_bytes));
   std::vector<float*> X(R), Wt(R), Y(R), WS(R, nullptr);
-  const int64_t nws = fastconv::staging_layout(p).elems;
+  const int64_t nws = fastconv::staged_filter_elems(p);
   std::vector<float> hx(nx), hw(nw);
   fill(hx, rng);
   fill(hw, rng);
@@ -404,14 +404,14 @@ int main(int argc, char** argv) {
       char buf[64];
       fastconv::multi_channel_describe(p, buf, sizeof buf);
       if (getenv("DRV_STAGE_ONLY")) {  // time the staging copies alone (graph of 16)
-        const fastconv::Staging st = fastconv::staging_layout(p);
-        if (st.elems) {
+        const int64_t st_elems = fastconv::staged_filter_elems(p);
+        if (st_elems) {
           size_t nx = (size_t)p.N * p.C * p.H * p.W, nw = (size_t)p.M * p.C * p.KH * p.KW;
           float *dx, *dw, *dws;
-          CK(cudaMalloc(&dx, nx * 4)); CK(cudaMalloc(&dw, nw * 4)); CK(cudaMalloc(&dws, st.elems * 4 * 16));
+          CK(cudaMalloc(&dx, nx * 4)); CK(cudaMalloc(&dw, nw * 4)); CK(cudaMalloc(&dws, st_elems * 4 * 16));
           cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
           auto run = [&] { for (int r = 0; r < 16; ++r) { ConvParams q = p; const float* ww = dw;
-                                                         CK(fastconv::stage_filters(st, &q, &ww, dws + r * st.elems, s)); } };
+                                                         CK(fastconv::stage_filters(&q, &ww, dws + r * st_elems, s)); } };
           run(); CK(cudaStreamSynchronize(s));
           cudaGraph_t g; cudaGraphExec_t ge;
           CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal)); run(); CK(cudaStreamEndCapture(s, &g));
