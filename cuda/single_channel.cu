@@ -57,17 +57,21 @@
 // register arrays constant-indexed; any other kernel size uses the generic runtime-K path.
 // Two thread-to-work orders, picked from the output strides:
 //   LAYOUT 0 (y_sw == 1, e.g. NCHW): lanes run along ow; each thread stores a 16-byte float4
-//     per filter (8-byte or scalar stores when a row start is not 16-byte aligned; an
-//     optional lane-shifted float4 variant, SC_SHIFT_STORES, measured slower).
+//     per filter (8-byte or scalar stores when a row start is not 16-byte aligned; a
+//     lane-shifted float4 variant for such rows measured 2-7 % slower and was removed).
 //   LAYOUT 1 (y_sc == 1, e.g. NHWC): lanes run along m; a thread's 8 filters are two runs of
 //     4 (g*4 and g*4 + MB/2) so that the lanes of one pixel store contiguous float4s.
 //   Any other strides are written with scalar stores (correct, slower).
-// Filters are staged into shared memory as [kh][kw][m] whatever their layout (OIHW, HWIO),
-// so the compute reads them with 16-byte broadcast loads.
+// Filters are staged into shared memory as [filter group][kh][kw][8] whatever their layout
+// (OIHW, HWIO), so the compute reads a thread's 8 weights of a tap with two 16-byte
+// (broadcast) loads at compile-time offsets. Work indices (tiles, items) are decoded with
+// multiply-high divisions by launch constants (fast_divide.h): the decode ran ~2x the FFMA
+// count on small tiles with runtime 64-/32-bit divisions.
 // ---------------------------------------------------------------------------------------
 #include <cstdint>
 #include <algorithm>
 
+#include "fast_divide.h"
 #include "kernels.h"
 #include "launch_util.h"
 
@@ -79,9 +83,6 @@ constexpr int kTP = 4;  // output columns per thread
 constexpr int kMaxThreads = 256;
 #ifndef SC_MIN_BLOCKS
 #define SC_MIN_BLOCKS 2
-#endif
-#ifndef SC_SHIFT_STORES
-#define SC_SHIFT_STORES 0
 #endif
 #ifndef SC_IN_KB
 #define SC_IN_KB 48
@@ -95,12 +96,16 @@ struct SCArgs {
   int order;                 // 1: (g, n, rb, cb); 2: (n, rb, cb, g)
   int SW;                    // shared input row stride (floats, multiple of 4)
   int in_rows;               // RB + KH - 1
-  int MBpad;                 // shared filter row stride (floats, multiple of 4)
   int in_floats, w_floats;   // one buffer each
   int prefetch;
   int vec;                   // vector stores allowed for this layout
-  int shift;                 // LAYOUT 0 with y_sh = 2 mod 4: lane-shifted float4 stores
+  int vec16;                 // every full 4-wide store of this launch is 16-byte aligned
   int KH, KW;
+  int GM;                    // MB / kTM: filter groups of a thread per tile
+  int cpr;                   // column chunks (kTP wide) per tile row: ceil(CB / kTP)
+  int items;                 // work items per tile: GM x RB x cpr (edge tiles skip some)
+  int tiles32;               // ntiles < 2^31: tile decode by FastDiv
+  FastDiv fd_cpr, fd_rb, fd_gm, fd_ncb, fd_nrb, fd_n, fd_ng;
 };
 
 struct Tile {
@@ -109,6 +114,19 @@ struct Tile {
 
 __device__ __forceinline__ Tile decode(const SCArgs& a, long long t) {
   Tile r;
+  if (a.tiles32) {  // the common case: multiply-high divisions (a 64-bit division is ~100 instr.)
+    uint32_t u = uint32_t(t), q;
+    if (a.order == 1) {
+      q = a.fd_ncb.div(u); r.cb = int(u - q * a.n_cb); u = q;
+      q = a.fd_nrb.div(u); r.rb = int(u - q * a.n_rb); u = q;
+      q = a.fd_n.div(u);   r.n = int(u - q * a.N);     r.g = int(q);
+    } else {
+      q = a.fd_ng.div(u);  r.g = int(u - q * a.n_g);   u = q;
+      q = a.fd_ncb.div(u); r.cb = int(u - q * a.n_cb); u = q;
+      q = a.fd_nrb.div(u); r.rb = int(u - q * a.n_rb); r.n = int(q);
+    }
+    return r;
+  }
   if (a.order == 1) {
     r.cb = int(t % a.n_cb); t /= a.n_cb;
     r.rb = int(t % a.n_rb); t /= a.n_rb;
@@ -153,37 +171,49 @@ __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a
   }
 }
 
-// Filters of group g as [kh][kw][m_local], row stride MBpad; zeros past M.
+// Filters of group g as [gl][kh][kw][8]: the kTM = 8 filters a thread of filter group gl
+// uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile) lie together for
+// every tap, so the compute reads them at compile-time offsets; zeros past M.
 __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs& a, int g,
                                               const float* __restrict__ w, float* s) {
   const int KK = a.KH * a.KW;
-  const int total = KK * a.MBpad;
-  const int m0 = g * a.MB;
+  const int total = KK * a.MB;
+  const int m0 = g * a.MB, half = a.MB / 2;
   for (int e = threadIdx.x; e < total; e += blockDim.x) {
-    const int k = e / a.MBpad, ml = e - k * a.MBpad;
+    const int k = e / a.MB, ml = e - k * a.MB;  // consecutive threads: consecutive filters
     const int kh = k / a.KW, kw = k - kh * a.KW;
     const int m = m0 + ml;
-    const bool ok = ml < a.MB && m < p.M;
-    cp_async4(s + e, ok ? w + m * p.w_so + kh * p.w_sh + kw * p.w_sw : w, ok);
+    const bool ok = m < p.M;
+    const int hi = ml >= half, mm = ml - hi * half;
+    float* dst = s + ((mm >> 2) * KK + k) * kTM + (mm & 3) + 4 * hi;
+    cp_async4(dst, ok ? w + m * p.w_so + kh * p.w_sh + kw * p.w_sw : w, ok);
   }
 }
 
+// One 16-byte global store (ptr 16-byte aligned). Written as PTX because nvcc merged the
+// tails of the aligned and the scalar store paths and split half of these into 4-byte stores
+// (NHWC batch 32 ran 2.4x slower that way).
 __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(ptr) = make_float4(v[0], v[1], v[2], v[3]);
+  asm volatile(
+      "{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n"
+      " st.global.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
+      "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]));
 }
 
-// This thread's kTM filter weights of one tap: kTM / 4 float4 reads, `half` floats apart.
-__device__ __forceinline__ void load_weights(const float* wrow, int half, float (&wv)[kTM]) {
+// This thread's kTM filter weights of one tap: two float4 reads.
+__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[kTM]) {
 #pragma unroll
   for (int q = 0; q < kTM / 4; ++q) {
-    const float4 f = *reinterpret_cast<const float4*>(wrow + q * half);
+    const float4 f = *reinterpret_cast<const float4*>(wtap + 4 * q);
     wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
   }
 }
 
+// acc[i][j] = sum over taps of filter i (this thread's 8) x input column j (its 4): srow is
+// the thread's first input in the patch, swg its filter group's [tap][8] weights.
 template <int KH_T, int KW_T>
 __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __restrict__ srow,
-                                             const float* __restrict__ swp, int half,
+                                             const float* __restrict__ swg,
                                              float (&acc)[kTM][kTP]) {
 #pragma unroll
   for (int i = 0; i < kTM; ++i)
@@ -203,9 +233,8 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
       }
 #pragma unroll
       for (int kw = 0; kw < KW_T; ++kw) {
-        const float* wrow = swp + (kh * KW_T + kw) * a.MBpad;
         float wv[kTM];
-        load_weights(wrow, half, wv);
+        load_weights(swg + (kh * KW_T + kw) * kTM, wv);
 #pragma unroll
         for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -222,9 +251,8 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
         float v[kTP];
 #pragma unroll
         for (int j = 0; j < kTP; ++j) v[j] = sp[j];
-        const float* wrow = swp + (kh * KW + kw) * a.MBpad;
         float wv[kTM];
-        load_weights(wrow, half, wv);
+        load_weights(swg + (kh * KW + kw) * kTM, wv);
 #pragma unroll
         for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -234,6 +262,11 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
   }
 }
 
+// Items of a tile: (gl, r, c) = filter group, output row, 4-column chunk, enumerated over the
+// full RB x cpr so that the decode divides by launch constants; items past the edge of the
+// map (last row band / column tile) are skipped.
+//   LAYOUT 0: c fastest, then r, then gl: lanes run along ow (16-byte stores per filter row).
+//   LAYOUT 1: gl fastest, then c, then r: lanes of one pixel hold consecutive filter groups.
 template <int KH_T, int KW_T, int LAYOUT>
 __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
                                              const float* __restrict__ sin,
@@ -242,68 +275,50 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   const int oh0 = t.rb * a.RB, ow0 = t.cb * a.CB, m0g = t.g * a.MB;
   const int RBt = min(a.RB, int(p.OH) - oh0);
   const int CBt = min(a.CB, int(p.OW) - ow0);
-  const int cpr = (CBt + kTP - 1) / kTP;
-  const int nq = RBt * cpr;
-  const int GM = a.MB / kTM;
   const int half = a.MB / 2;  // multiple of 4
-  const int items = nq * GM;
+  const int KK = (KH_T > 0 && KW_T > 0) ? KH_T * KW_T : a.KH * a.KW;
   float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
               (long long)ow0 * p.y_sw;
-  const int lane = threadIdx.x & 31;
-  // whole warps iterate together (the shifted NCHW stores below exchange values between lanes)
-  for (int base = threadIdx.x - lane; base < items; base += blockDim.x) {
-    const bool active = base + lane < items;
-    const int it = active ? base + lane : items - 1;
-    int gl, q;
-    if (LAYOUT == 0) { gl = it / nq; q = it - gl * nq; }
-    else { q = it / GM; gl = it - q * GM; }
-    const int r = q / cpr, c = q - r * cpr;
+  for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
+    int gl, r, c;
+    if (LAYOUT == 0) {
+      const uint32_t t2 = a.fd_cpr.div(it);
+      c = it - int(t2) * a.cpr;
+      gl = int(a.fd_rb.div(t2));
+      r = int(t2) - gl * a.RB;
+    } else {
+      const uint32_t q = a.fd_gm.div(it);
+      gl = it - int(q) * a.GM;
+      r = int(a.fd_cpr.div(q));
+      c = int(q) - r * a.cpr;
+    }
+    const int crem = CBt - c * kTP;  // columns left in this tile row
+    if (r >= RBt || crem <= 0) continue;
     float acc[kTM][kTP];
     // thread's filters: local m = gl*4 + h*half + (0..3), h = 0, 1 (acc rows 4h..4h+3), so
     // that in LAYOUT 1 the lanes of one pixel write contiguous 16-byte pieces (full sectors).
-    compute_item<KH_T, KW_T>(a, sin + r * a.SW + c * kTP, sw + gl * 4, half, acc);
+    compute_item<KH_T, KW_T>(a, sin + r * a.SW + c * kTP, sw + gl * KK * kTM, acc);
 
-    const int crem = CBt - c * kTP;  // columns left in this tile row
     float* yrc = yt + (long long)r * p.y_sh + (long long)(c * kTP) * p.y_sw;
-    if (LAYOUT == 0 && a.shift) {
-      // NCHW rows whose start is only 8-byte aligned (OW = 2 mod 4): a lane's 4 columns straddle
-      // a 16-byte boundary. Each lane writes float4 (prev lane's cols 2,3 | its cols 0,1) at the
-      // aligned address below its chunk, so one instruction covers whole sectors; chunks with no
-      // left neighbour in the warp write cols 0,1 alone, and the last one its cols 2,3.
-      const bool full = crem >= kTP;
-      const uintptr_t a0 = reinterpret_cast<uintptr_t>(yrc + (long long)(gl * 4) * p.y_sc);
-      const bool mis8 = (a0 & 15) == 8;  // same for every filter of the row (y_sc % 4 == 0)
-      const bool linked = active && full && mis8 && c > 0 && lane > 0;
-      const bool next_linked = __shfl_down_sync(0xffffffffu, int(linked), 1) != 0 && lane < 31;
+    const int mrem1 = int(p.M) - (m0g + gl * 4 + half);  // filters left from the second run
+    if (a.vec16 && mrem1 >= 4 && crem >= kTP) {
+      // interior item, aligned layout: 8 unconditional 16-byte stores
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int mlh = gl * 4 + h * half;
-        const int mrem = int(p.M) - (m0g + mlh);
-        float* yb = yrc + (long long)mlh * p.y_sc;
+        float* yb = yrc + (long long)(gl * 4 + h * half) * p.y_sc;
+        if (LAYOUT == 0) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float p2 = __shfl_up_sync(0xffffffffu, acc[4 * h + i][2], 1);
-          const float p3 = __shfl_up_sync(0xffffffffu, acc[4 * h + i][3], 1);
-          if (active && i < mrem) {
-            float* ym = yb + i * p.y_sc;
-            const float* v = acc[4 * h + i];
-            if (full && mis8) {
-              if (linked) *reinterpret_cast<float4*>(ym - 2) = make_float4(p2, p3, v[0], v[1]);
-              else *reinterpret_cast<float2*>(ym) = make_float2(v[0], v[1]);
-              if (!next_linked) *reinterpret_cast<float2*>(ym + 2) = make_float2(v[2], v[3]);
-            } else if (full && (reinterpret_cast<uintptr_t>(ym) & 15) == 0) {
-              st4(ym, acc[4 * h + i]);
-            } else {
+          for (int i = 0; i < 4; ++i) st4(yb + i * p.y_sc, acc[4 * h + i]);
+        } else {
 #pragma unroll
-              for (int j = 0; j < kTP; ++j)
-                if (j < crem) ym[j] = v[j];
-            }
+          for (int j = 0; j < kTP; ++j) {
+            const float v[4] = {acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]};
+            st4(yb + j * p.y_sw, v);
           }
         }
       }
       continue;
     }
-    if (!active) continue;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int mlh = gl * 4 + h * half;         // first local filter of this half
@@ -437,12 +452,22 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->order = int(division);
   a->SW = int(sw_for(CB, p.KW));
   a->in_rows = int(RB + p.KH - 1);
-  a->MBpad = int(MB);  // multiple of 8
   a->in_floats = a->in_rows * a->SW;
   a->w_floats = int(p.KH * p.KW * MB);
   a->prefetch = int(prefetch);
   a->KH = int(p.KH);
   a->KW = int(p.KW);
+  a->GM = int(MB / kTM);
+  a->cpr = int(cdiv(CB, kTP));
+  a->items = int(RB * a->cpr * a->GM);  // <= 64 x 3072 x 16 (CB <= the 48 KB input buffer)
+  a->tiles32 = a->ntiles < (1LL << 31);
+  a->fd_cpr = FastDiv(uint32_t(a->cpr));
+  a->fd_rb = FastDiv(uint32_t(RB));
+  a->fd_gm = FastDiv(uint32_t(a->GM));
+  a->fd_ncb = FastDiv(uint32_t(a->n_cb));
+  a->fd_nrb = FastDiv(uint32_t(a->n_rb));
+  a->fd_n = FastDiv(uint32_t(a->N));
+  a->fd_ng = FastDiv(uint32_t(a->n_g));
 }
 
 // The planner's plan, taken exactly when every value is in the kernel's supported ranges
@@ -542,10 +567,17 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   if (p.y_sw == 1 && !(p.y_sc == 1 && p.OW < 4)) { r->layout = 0; a.vec = 1; }
   else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
   else { r->layout = 0; a.vec = 0; }
-  // lane-shifted stores: correct, but measured 2-7 % slower on H200 (notes), so off by default
-  a.shift = (SC_SHIFT_STORES && r->layout == 0 && a.vec && p.y_sh % 4 == 2 && p.y_sc % 4 == 0 &&
-             p.y_sn % 4 == 0) ? 1 : 0;
   return cudaSuccess;
+}
+
+// Whether every full 4-wide store of this launch lands 16-byte aligned: the output base and
+// the strides of the axes a store does not run along are multiples of 4 floats (tile
+// origins, filter groups and column chunks are multiples of 4 by construction).
+bool stores_aligned16(const ConvParams& p, const Resolved& r, const float* y) {
+  if (!r.a.vec || (reinterpret_cast<uintptr_t>(y) & 15) != 0) return false;
+  const bool rest = p.y_sn % 4 == 0 && p.y_sh % 4 == 0;
+  return r.layout == 0 ? rest && p.y_sc % 4 == 0 && (r.a.n_cb == 1 || r.a.CB % 4 == 0)
+                       : rest && p.y_sw % 4 == 0;
 }
 
 cudaError_t check_params(const ConvParams& p) {
@@ -624,6 +656,7 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   Resolved r;
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
+  r.a.vec16 = stores_aligned16(p, r, y);
   if (r.layout == 0) return dispatch_k<0>(p, r, dev, x, w, y, stream);
   return dispatch_k<1>(p, r, dev, x, w, y, stream);
 }
