@@ -16,8 +16,11 @@ Method (design.md, "Measuring"):
   impls alike. Each jitted call carries a fixed cost (about 0.2 ms for small outputs, up to
   about 1 ms for large ones on an H200) that is in every impl's time as its 1/R share, so
   wall/R ratios are pulled towards 1 on fast cases.
-* R per case (adaptive, the default): R = clamp(ceil(4000 us / max(floor_us, 10 us)), 16, 64),
-  i.e. about 4 ms of roofline work per jitted call, so the fixed cost is a small share;
+* R per case (adaptive, the default): R = clamp(ceil(4000 us / max(floor_us, 10 us)), 16,
+  R_max), R_max = 256 on a GPU (64 on a CPU), i.e. about 4 ms of roofline work per jitted
+  call, so the fixed cost is a small share (measured on an H200: ~0.9 ms per call, 14 us per
+  conv at R = 64, 3.5 us at R = 256; results before this rule had R_max = 64 on a GPU too,
+  ``meta.R_max`` says which);
   ``--reps R`` (>= 16) fixes R instead. Then the memory cap: R x (input + filter + output
   bytes) is kept under ``--mem-cap-gb`` (default 12 on a GPU, 2 on a CPU) by lowering R, but
   never below 16; a case where R = 16 is over the cap says so in ``note``, and one over the
@@ -70,15 +73,22 @@ from .bench_report import (DEVICE_PEERS, PEER_LABELS, PEERS, SCHEMA_VERSION,  # 
 
 REL_TOL = 1e-5
 MIN_R = 16
-MAX_R = 64                 # adaptive R: at most this many calls per jitted call
+MAX_R = 64                 # adaptive R: at most this many calls per jitted call (CPU)
+GPU_MAX_R = 256            # on a GPU: the call's ~0.9 ms fixed cost is 3.5 us per conv at 256
 TARGET_ROUND_US = 4000.0   # adaptive R: about this much roofline work per jitted call
 FLOOR_MIN_US = 10.0        # adaptive R: floors below this count as this
 DEFAULT_R = 32             # kept for callers that pass it; the CLI default is adaptive
 DEFAULT_MEM_CAP_GB = 12.0  # on a GPU
 CPU_MEM_CAP_GB = 2.0
-R_RULE = (f"R = clamp(ceil({TARGET_ROUND_US:g} us / max(floor_us, {FLOOR_MIN_US:g} us)), "
-          f"{MIN_R}, {MAX_R}), then lowered (not below {MIN_R}) to keep R x (input + filter + "
-          f"output bytes) under the memory cap")
+
+
+def r_rule(r_max: int = MAX_R) -> str:
+    return (f"R = clamp(ceil({TARGET_ROUND_US:g} us / max(floor_us, {FLOOR_MIN_US:g} us)), "
+            f"{MIN_R}, {r_max}), then lowered (not below {MIN_R}) to keep R x (input + filter + "
+            f"output bytes) under the memory cap")
+
+
+R_RULE = r_rule()
 DEVICE_CALLS = 3           # traced calls per impl (device span)
 DEVICE_SLEEP_S = 3e-3      # host sleep after each traced call
 DEVICE_GAP_NS = 1.5e6      # kernel clusters split at gaps longer than this
@@ -339,11 +349,12 @@ def adaptive_reps(floor_us: float, *, target_us: float = TARGET_ROUND_US,
 
 
 def choose_reps(floor_us: float, per_call_bytes: float, *, R: int | None = None,
-                mem_cap_bytes: float = DEFAULT_MEM_CAP_GB * 1e9) -> tuple[int, str | None]:
+                mem_cap_bytes: float = DEFAULT_MEM_CAP_GB * 1e9,
+                r_max: int = MAX_R) -> tuple[int, str | None]:
     """(R, note) of one case: ``R`` when given (fixed, ``--reps``), else ``adaptive_reps``;
     then lowered to keep R x ``per_call_bytes`` under ``mem_cap_bytes``, never below MIN_R
     (the note says when R was lowered, or when even MIN_R is over the cap)."""
-    want = int(R) if R is not None else adaptive_reps(floor_us)
+    want = int(R) if R is not None else adaptive_reps(floor_us, r_max=r_max)
     r = want
     note = None
     if r * per_call_bytes > mem_cap_bytes:
@@ -636,10 +647,12 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
              R: int | None = None, rounds: int = DEFAULT_ROUNDS, warmup: int = DEFAULT_WARMUP,
              mem_cap_bytes: float = DEFAULT_MEM_CAP_GB * 1e9, max_bytes: float | None = None,
              use_torch: bool = False, device_time: bool = False,
-             device_time_skip_note: str | None = None, seed: int = 0) -> dict:
+             device_time_skip_note: str | None = None, seed: int = 0,
+             r_max: int = MAX_R) -> dict:
     """Check and time one case. ``impls`` maps "fastconv", "lax_highest", "lax_default" to
     traceable ``fn(x, w, case, spec)`` (inject a stand-in for fastconv in tests). ``R``: None
-    for the adaptive R (``choose_reps``), else that R (>= 16; both lowered by the memory cap).
+    for the adaptive R (``choose_reps``, at most ``r_max``), else that R (>= 16; both lowered
+    by the memory cap).
     ``device_time``: also trace the jitted calls for the device span (GPU only)."""
     import jax
     spec = case.spec()
@@ -647,7 +660,7 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
     per_call = spec.min_bytes
     floor_s = roofline_floor_s(spec.flops, spec.min_bytes, ceilings["gemm_flop_per_s"],
                                ceilings["copy_bytes_per_s"])
-    r, note = choose_reps(floor_s * 1e6, per_call, R=R, mem_cap_bytes=mem_cap_bytes)
+    r, note = choose_reps(floor_s * 1e6, per_call, R=R, mem_cap_bytes=mem_cap_bytes, r_max=r_max)
     row = {
         "set": case.set, "name": case.name, "count": case.count, "batch": case.N,
         "N": case.N, "C": case.C, "H": case.H, "W": case.W, "M": case.M,
@@ -842,6 +855,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
     if mem_cap_gb is None:
         mem_cap_gb = DEFAULT_MEM_CAP_GB if on_gpu else CPU_MEM_CAP_GB
     trace_device = bool(device_time and on_gpu)
+    r_max = GPU_MAX_R if on_gpu else MAX_R
     device_skip_note = (None if trace_device else
                         "not measured: no GPU" if not on_gpu else
                         "not measured (--no-device-time)")
@@ -900,10 +914,10 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
         "jax_version": jax.__version__, "jaxlib_version": jaxlib_version,
         "jax_fastconv_version": fc_version, "python": _platform.python_version(),
         "date": stamp.isoformat(timespec="seconds"), "git_commit": sha, "git_dirty": dirty,
-        "R": R, "R_min": MIN_R, "R_max": MAX_R if R is None else R,
+        "R": R, "R_min": MIN_R, "R_max": r_max if R is None else R,
         "R_mode": "adaptive" if R is None else "fixed",
         "R_target_round_us": TARGET_ROUND_US if R is None else None,
-        "R_rule": (R_RULE if R is None else
+        "R_rule": (r_rule(r_max) if R is None else
                    f"R = {R} (--reps), then lowered (not below {MIN_R}) to keep R x (input + "
                    f"filter + output bytes) under the memory cap"),
         "round_order": "interleaved: each round times fastconv, lax_highest, lax_default once, "
@@ -952,7 +966,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
         row = run_case(case, impls=impls, ceilings=ceilings, explain=explain, R=R,
                        rounds=rounds, warmup=warmup, mem_cap_bytes=mem_cap_gb * 1e9,
                        max_bytes=max_bytes, use_torch=use_torch, device_time=trace_device,
-                       device_time_skip_note=device_skip_note, seed=i)
+                       device_time_skip_note=device_skip_note, seed=i, r_max=r_max)
         row["case_seconds"] = round(time.perf_counter() - t_case, 2)  # harness cost, not a timing
         result["cases"].append(row)
         if row["status"] == "wrong":

@@ -340,6 +340,17 @@ def test_adaptive_reps_rule():
     assert (bench.MIN_R, bench.MAX_R, bench.TARGET_ROUND_US) == (16, 64, 4000.0)
 
 
+@pytest.mark.parametrize("floor_us, want", [(0.3, 256), (10.0, 256), (15.625, 256), (20.0, 200),
+                                            (62.5, 64), (250.0, 16), (5000.0, 16)])
+def test_adaptive_reps_gpu_cap(floor_us, want):
+    # on a GPU R goes up to 256: the jitted call's fixed cost (~0.9 ms on an H200) is then
+    # ~3.5 us per conv instead of ~14 us at 64
+    assert bench.GPU_MAX_R == 256
+    assert bench.adaptive_reps(floor_us, r_max=bench.GPU_MAX_R) == want
+    assert bench.choose_reps(floor_us, 1e6, mem_cap_bytes=1e12, r_max=256) == (want, None)
+    assert "16, 256)" in bench.r_rule(256) and "16, 64)" in bench.R_RULE
+
+
 def test_choose_reps_memory_cap():
     mb = 1e6
     assert bench.choose_reps(1.0, mb, mem_cap_bytes=1e12) == (64, None)      # adaptive
