@@ -25,8 +25,14 @@ struct FastDiv {
   __device__ __forceinline__ uint32_t div(uint32_t n) const {
     return (__umulhi(n, mul) + n) >> shift;
   }
+  // n / d, and n % d in *rem.
+  __device__ __forceinline__ uint32_t divmod(uint32_t n, int* rem) const {
+    const uint32_t q = div(n);
+    *rem = int(n - q * d);
+    return q;
+  }
 #else
-  uint32_t div(uint32_t n) const {
+  uint32_t div(uint32_t n) const {  // the same formula on the host (for checking it)
     return uint32_t(((uint64_t(n) * mul >> 32) + n) >> shift);
   }
 #endif

@@ -115,15 +115,15 @@ struct Tile {
 __device__ __forceinline__ Tile decode(const SCArgs& a, long long t) {
   Tile r;
   if (a.tiles32) {  // the common case: multiply-high divisions (a 64-bit division is ~100 instr.)
-    uint32_t u = uint32_t(t), q;
+    uint32_t u = uint32_t(t);
     if (a.order == 1) {
-      q = a.fd_ncb.div(u); r.cb = int(u - q * a.n_cb); u = q;
-      q = a.fd_nrb.div(u); r.rb = int(u - q * a.n_rb); u = q;
-      q = a.fd_n.div(u);   r.n = int(u - q * a.N);     r.g = int(q);
+      u = a.fd_ncb.divmod(u, &r.cb);
+      u = a.fd_nrb.divmod(u, &r.rb);
+      r.g = int(a.fd_n.divmod(u, &r.n));
     } else {
-      q = a.fd_ng.div(u);  r.g = int(u - q * a.n_g);   u = q;
-      q = a.fd_ncb.div(u); r.cb = int(u - q * a.n_cb); u = q;
-      q = a.fd_nrb.div(u); r.rb = int(u - q * a.n_rb); r.n = int(q);
+      u = a.fd_ng.divmod(u, &r.g);
+      u = a.fd_ncb.divmod(u, &r.cb);
+      r.n = int(a.fd_nrb.divmod(u, &r.rb));
     }
     return r;
   }
@@ -282,15 +282,9 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
     int gl, r, c;
     if (LAYOUT == 0) {
-      const uint32_t t2 = a.fd_cpr.div(it);
-      c = it - int(t2) * a.cpr;
-      gl = int(a.fd_rb.div(t2));
-      r = int(t2) - gl * a.RB;
+      gl = int(a.fd_rb.divmod(a.fd_cpr.divmod(it, &c), &r));
     } else {
-      const uint32_t q = a.fd_gm.div(it);
-      gl = it - int(q) * a.GM;
-      r = int(a.fd_cpr.div(q));
-      c = int(q) - r * a.cpr;
+      r = int(a.fd_cpr.divmod(a.fd_gm.divmod(it, &gl), &c));
     }
     const int crem = CBt - c * kTP;  // columns left in this tile row
     if (r >= RBt || crem <= 0) continue;
@@ -548,8 +542,7 @@ cudaError_t resolve_defensive(const ConvParams& p, const DeviceInfo& dev, Resolv
   if (r->smem > size_t(dev.smem_optin)) return cudaErrorInvalidConfiguration;
   int threads = (thr >= 32 && thr <= 4096) ? int(thr) : 256;
   threads = std::min(kMaxThreads, std::max(64, threads / 32 * 32));
-  const long long items_max = RB * cdiv(CB, kTP) * (MB / kTM);
-  r->threads = int(std::min<long long>(threads, std::max<long long>(64, cdiv(items_max, 32) * 32)));
+  r->threads = int(std::min<long long>(threads, std::max<long long>(64, cdiv(r->a.items, 32) * 32)));
   r->grid = prefetch ? 0 : r->a.ntiles;  // prefetch: occupancy API at launch
   r->exact = false;
   return cudaSuccess;
