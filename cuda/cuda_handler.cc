@@ -54,10 +54,11 @@ auto BindConvCuda() {
 }
 
 // Two registrations of one handler. It is command-buffer compatible (no syncs, no
-// allocations), but on jax 0.11.2 letting XLA capture it into a command buffer measured 2-3x
-// slower per call on an H200 (224x224, M=64, K=3, batch 1: 29-50 us vs 15-17 us; see the
-// issue notes), so the default target carries no trait; ConvCudaGraph carries it and is used
-// when JAX_FASTCONV_CUDA_GRAPHS=1 (jax_fastconv/primitive.py).
+// allocations); ConvCudaGraph carries the trait and is the default target, so XLA may capture
+// the launch into its CUDA graphs (H200, jax 0.11.2, session 5: 1-2.5 us less per call at
+// batch 1, large layers unchanged; session 1 had measured the capture 2-3x slower, not
+// reproduced since). ConvCuda (no trait) is used with JAX_FASTCONV_CUDA_GRAPHS=0
+// (jax_fastconv/primitive.py).
 XLA_FFI_DEFINE_HANDLER_SYMBOL(ConvCuda, ConvCudaImpl, BindConvCuda());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(ConvCudaGraph, ConvCudaImpl, BindConvCuda(),
                               {ffi::Traits::kCmdBufferCompatible});

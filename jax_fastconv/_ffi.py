@@ -5,7 +5,8 @@ import jax
 
 CPU_TARGET = "fastconv_conv2d_cpu"
 CUDA_TARGET = "fastconv_conv2d_cuda"
-# The same handler marked command-buffer compatible (XLA may capture it into CUDA graphs).
+# The same handler marked command-buffer compatible (XLA may capture it into CUDA graphs): the
+# default; CUDA_TARGET (no trait) with JAX_FASTCONV_CUDA_GRAPHS=0 (primitive._target).
 CUDA_GRAPH_TARGET = "fastconv_conv2d_cuda_graph"
 CUDA_GRAPHS_ENV = "JAX_FASTCONV_CUDA_GRAPHS"
 

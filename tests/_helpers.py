@@ -18,7 +18,7 @@ import jax_fastconv as fc
 from jax_fastconv import _ffi
 
 CPU_TARGET = _ffi.CPU_TARGET    # "fastconv_conv2d_cpu"
-CUDA_TARGET = _ffi.CUDA_TARGET  # "fastconv_conv2d_cuda"
+CUDA_TARGET = _ffi.CUDA_GRAPH_TARGET  # the default CUDA target (command-buffer compatible)
 HIGHEST = lax.Precision.HIGHEST
 RTOL = 1e-5                     # ||out - ref|| / ||ref|| in float32
 

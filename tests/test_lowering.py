@@ -161,11 +161,17 @@ def test_jaxpr_shows_the_primitive():
     assert names == ["fastconv_conv2d"], names
 
 
-@pytest.mark.parametrize("graphs,target", [("", "fastconv_conv2d_cuda"),
-                                           ("1", "fastconv_conv2d_cuda_graph")])
-def test_cuda_graph_registration_is_opt_in(monkeypatch, graphs, target):
-    """The command-buffer compatible registration is used only with JAX_FASTCONV_CUDA_GRAPHS=1."""
-    monkeypatch.setenv("JAX_FASTCONV_CUDA_GRAPHS", graphs)
+@pytest.mark.parametrize("graphs,target", [(None, "fastconv_conv2d_cuda_graph"),
+                                           ("1", "fastconv_conv2d_cuda_graph"),
+                                           ("0", "fastconv_conv2d_cuda"),
+                                           ("false", "fastconv_conv2d_cuda")])
+def test_cuda_graph_registration_is_the_default(monkeypatch, graphs, target):
+    """The command-buffer compatible registration is the default; JAX_FASTCONV_CUDA_GRAPHS=0
+    opts out."""
+    if graphs is None:
+        monkeypatch.delenv("JAX_FASTCONV_CUDA_GRAPHS", raising=False)
+    else:
+        monkeypatch.setenv("JAX_FASTCONV_CUDA_GRAPHS", graphs)
     x = jnp.ones((1, 2, 8, 8), jnp.float32)
     w = jnp.ones((3, 2, 3, 3), jnp.float32)
     f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "SAME")
