@@ -560,7 +560,9 @@ struct Inst {
     if (am == 2)
       return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
     // am 0: channel-major A tile (pixel-contiguous input); am 1: pixel-major, 4-byte
-    return am == 1 ? mc_kernel<BM, BN, BK, TM, TN, ST, 1, false> : mc_kernel<BM, BN, BK, TM, TN, ST, 0, false>;
+    if (am == 0)
+      return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 0, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 0, false>;
+    return mc_kernel<BM, BN, BK, TM, TN, ST, 1, false>;
   }
 };
 
@@ -696,13 +698,15 @@ static int g_direct_store = 1;  // ... and the register-to-global output stores
 
 // 16-byte loaders: A when the input is channel-contiguous (x_sc == 1), C % 4 == 0 and every
 // pixel offset is a multiple of 4 elements on a 16-byte aligned base; B when the filters are
-// filter-contiguous (w_so == 1), M % 4 == 0 and every (c, kh, kw) offset is a multiple of 4.
+// filter-contiguous (w_so == 1), M % 4 == 0 and every (c, kh, kw) offset is a multiple of 4,
+// with the 16-byte A loader or the channel-major A tile (NCHW input; HWIO filters, or OIHW
+// ones staged to HWIO).
 static void loader_modes(const ConvParams& p, const float* x, const float* w, int* am, bool* bv) {
   const bool acf = llabs(p.x_sc) <= llabs(p.x_sw);
   const bool avec = g_vector && p.x_sc == 1 && p.C % 4 == 0 && p.x_sw % 4 == 0 &&
                     p.x_sh % 4 == 0 && p.x_sn % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   *am = avec ? 2 : (acf ? 1 : 0);
-  *bv = avec && p.w_so == 1 && p.M % 4 == 0 && p.w_si % 4 == 0 && p.w_sh % 4 == 0 &&
+  *bv = (avec || *am == 0) && g_vector && p.w_so == 1 && p.M % 4 == 0 && p.w_si % 4 == 0 && p.w_sh % 4 == 0 &&
         p.w_sw % 4 == 0 && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
 }
 
