@@ -233,21 +233,106 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     l_kw = tap - l_kh * a.KW;
   }
 
-  // One pipeline stage is loaded in pieces (A vectors/elements j < NPA, then B j < NPB).  In
-  // the 8x8-per-thread tiles with a pixel-major A tile the main loop interleaves them with
-  // the FFMAs of the stage it computes (SPREAD): issued back to back after the barrier, the
-  // loader's dependent chains (apix LDS -> bounds -> address -> LDGSTS) stalled every warp of
-  // the block at once (ncu, b1 512x512x64 K3 NHWC: 10% of the instructions, 36% of the stall
-  // samples; spread: issue slots busy 70.6% -> 78.1%, 503 -> 468 us).  Not spread: the small
-  // tiles (registers 93 -> 166 in 32x64) and the channel-major A tile (NCHW: 10-15% slower,
-  // both measured on the H200).  `live` false: a piece issues no copy.
-#ifndef MC_SPREAD
+  // One stage: W'x pixels x S channels of the input and S channels of M' filters at one tap.
+  // Loaded whole after the barrier (load_stage), or, in the 8x8-per-thread tiles with the
+  // 16-byte pixel-major A loader (NHWC input), in pieces interleaved with the FFMAs of the
+  // stage being computed (SPREAD): issued back to back after the barrier, the loader's
+  // dependent chains (apix LDS -> bounds -> address -> LDGSTS) stalled every warp of the block
+  // at once (ncu, b1 512x512x64 K3 NHWC: 10% of the instructions, 36% of the stall samples;
+  // spread: issue slots busy 70.6% -> 78.1%, 503 -> 468 us).  Not spread: the small tiles
+  // (registers 93 -> 166 in 32x64) and the channel-major A tile (NCHW: 10-15% slower).  The
+  // whole-stage loader is kept as it was rather than built from the pieces: built from them it
+  // measured up to 20% slower in the channel-major tiles (b1 7x7x512 K5 NCHW/OIHW, 32x64:
+  // 69.5 -> 84.2 us; H200, session 5), an artefact of code generation we did not pin down.
+#ifndef MC_SPREAD  // -DMC_SPREAD=0: the whole-stage loader everywhere (A/B timing)
 #define MC_SPREAD 1
 #endif
-  constexpr bool SPREAD = MC_SPREAD && TM * TN == 64 && !KM;
-  constexpr int NPA = AM == 2 ? EAV : EA;
-  constexpr int NPB = BV ? EBV : EB;
-  struct Tap { int dh, dw, tapoff, woff; };  // this stage's tap: shifts and offsets
+  constexpr bool SPREAD = MC_SPREAD && TM * TN == 64 && AM == 2;
+  auto load_stage = [&](int buf) {
+    float* as = As + buf * G::A_STAGE;
+    float* bs = Bs + buf * G::B_STAGE;
+    const int dh = l_kh - a.pad_top, dw = l_kw - a.pad_left;
+    const int tapoff = dh * a.x_sh + dw * a.x_sw;
+    // A: W'x pixels x S channels of the input shifted by this tap (pixel-major in shared)
+    if (AM == 2) {
+#pragma unroll
+      for (int j = 0; j < EAV; ++j) {
+        const int idx = tid + j * NT;
+        if (EAV * NT == BM * KV || idx < BM * KV) {
+          const int m = idx / KV, k = (idx % KV) * 4;
+          const int c = l_c + k;
+          const int2 ap = apix[m];
+          const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+          const bool v = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
+          const float* src = v ? a.x + (ap.x + tapoff + c) : a.x;
+          cp_async16(as + m * LDAK + k, src, v);
+        }
+      }
+    } else if (KM) {
+      // pixel-fast: this thread's one pixel (tid % BM), channels tid / BM + j * (NT / BM);
+      // the pixel's bounds test and offset once per stage, a channel stride per element
+      const int m = tid % BM, k0 = tid / BM;
+      const int2 ap = apix[m];
+      const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+      const bool vp = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W;
+      const int base = ap.x + tapoff + (l_c + k0) * a.x_sc;
+#pragma unroll
+      for (int j = 0; j < EA; ++j) {
+        const int k = k0 + j * (NT / BM);
+        const bool v = vp && l_c + k < a.C;
+        const float* src = v ? a.x + (base + j * (NT / BM) * a.x_sc) : a.x;
+        cp_async4(as + k * LDAM + m, src, v);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < EA; ++j) {
+        const int idx = tid + j * NT;
+        const int m = idx / BK;
+        const int k = idx % BK;
+        const int c = l_c + k;
+        const int2 ap = apix[m];
+        const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+        const bool v = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
+        const float* src = v ? a.x + (ap.x + tapoff + c * a.x_sc) : a.x;
+        cp_async4(as + m * LDAK + k, src, v);
+      }
+    }
+    // B: S channels of M' filters at this tap
+    const int woff = l_c * a.w_si + l_kh * a.w_sh + l_kw * a.w_sw;
+    if (BV) {
+#pragma unroll
+      for (int j = 0; j < EBV; ++j) {
+        const int idx = tid + j * NT;
+        if (EBV * NT == BN * KV || idx < BN * KV) {
+          const int n = (idx % (BN / 4)) * 4, k = idx / (BN / 4);
+          const bool v = boff[j] >= 0 && l_c + k < a.C;
+          const float* src = v ? a.w + (boff[j] + woff) : a.w;
+          cp_async16(bs + k * LDB + n, src, v);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < EB; ++j) {
+        const int idx = tid + j * NT;
+        const int n = a.b_mfast ? idx % BN : idx / BK;
+        const int k = a.b_mfast ? idx / BN : idx % BK;
+        const bool v = boff[j] >= 0 && l_c + k < a.C;
+        const float* src = v ? a.w + (boff[j] + woff) : a.w;
+        cp_async4(bs + k * LDB + n, src, v);
+      }
+    }
+    // advance: tap innermost, then the next S-channel segment
+    if (++l_kw == a.KW) {
+      l_kw = 0;
+      if (++l_kh == a.KH) {
+        l_kh = 0;
+        l_c += BK;
+      }
+    }
+  };
+
+  constexpr int NPA = EAV, NPB = BV ? EBV : EB;  // pieces of a spread stage
+  struct Tap { int dh, dw, tapoff, woff; };       // the stage's tap: shifts and offsets
   auto tap_of = [&]() {
     Tap t;
     t.dh = l_kh - a.pad_top;
@@ -256,11 +341,12 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     t.woff = l_c * a.w_si + l_kh * a.w_sh + l_kw * a.w_sw;
     return t;
   };
-  // A piece j (pixel-major A tile): W'x pixels x S channels of the input shifted by this tap
-  auto load_a = [&](int buf, int j, const Tap& t, bool live) {
-    float* as = As + buf * G::A_STAGE;
-    if (AM == 2) {
-      const int idx = tid + j * NT;
+  // piece p < NPA: 4 channels of one pixel (A); else 4 filters (16-byte) or one filter
+  // element (4-byte) of B.  `live` false: no copy.
+  auto load_piece = [&](int buf, int p, const Tap& t, bool live) {
+    if (p < NPA) {
+      float* as = As + buf * G::A_STAGE;
+      const int idx = tid + p * NT;
       if (EAV * NT == BM * KV || idx < BM * KV) {
         const int m = idx / KV, k = (idx % KV) * 4;
         const int c = l_c + k;
@@ -270,39 +356,10 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
         const float* src = v ? a.x + (ap.x + t.tapoff + c) : a.x;
         cp_async16(as + m * LDAK + k, src, v);
       }
-    } else {
-      const int idx = tid + j * NT;
-      const int m = idx / BK;
-      const int k = idx % BK;
-      const int c = l_c + k;
-      const int2 ap = apix[m];
-      const int ih = (ap.y >> 16) + t.dh, iw = (ap.y & 0xffff) + t.dw;
-      const bool v = live && (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W && c < a.C;
-      const float* src = v ? a.x + (ap.x + t.tapoff + c * a.x_sc) : a.x;
-      cp_async4(as + m * LDAK + k, src, v);
+      return;
     }
-  };
-  // The channel-major A tile's whole stage: pixel-fast, this thread's one pixel (tid % BM),
-  // channels tid / BM + j * (NT / BM); the pixel's bounds and offset once per stage.
-  auto load_a_km = [&](int buf, const Tap& t) {
-    float* as = As + buf * G::A_STAGE;
-    const int m = tid % BM, k0 = tid / BM;
-    const int2 ap = apix[m];
-    const int ih = (ap.y >> 16) + t.dh, iw = (ap.y & 0xffff) + t.dw;
-    const bool vp = (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W;
-    const int base = ap.x + t.tapoff + (l_c + k0) * a.x_sc;
-#pragma unroll
-    for (int j = 0; j < EA; ++j) {
-      const int k = k0 + j * (NT / BM);
-      const bool v = vp && l_c + k < a.C;
-      const float* src = v ? a.x + (base + j * (NT / BM) * a.x_sc) : a.x;
-      cp_async4(as + k * LDAM + m, src, v);
-    }
-  };
-  // B piece j: S channels of M' filters at this tap
-  auto load_b = [&](int buf, int j, const Tap& t, bool live) {
     float* bs = Bs + buf * G::B_STAGE;
-    const int idx = tid + j * NT;
+    const int j = p - NPA, idx = tid + j * NT;
     if (BV) {
       if (EBV * NT == BN * KV || idx < BN * KV) {
         const int n = (idx % (BN / 4)) * 4, k = idx / (BN / 4);
@@ -318,8 +375,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
       cp_async4(bs + k * LDB + n, src, v);
     }
   };
-  // advance: tap innermost, then the next S-channel segment
-  auto advance = [&]() {
+  auto advance = [&]() {  // as load_stage does: tap innermost, then the next segment
     if (++l_kw == a.KW) {
       l_kw = 0;
       if (++l_kh == a.KH) {
@@ -327,23 +383,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
         l_c += BK;
       }
     }
-  };  auto load_piece = [&](int buf, int p, const Tap& t, bool live) {
-    if (p < NPA) load_a(buf, p, t, live);
-    else load_b(buf, p - NPA, t, live);
   };
-  auto load_stage = [&](int buf) {  // the whole stage at once, then advance
-    const Tap t = tap_of();
-    if (KM) {
-      load_a_km(buf, t);
-#pragma unroll
-      for (int j = 0; j < NPB; ++j) load_b(buf, j, t, true);
-    } else {
-#pragma unroll
-      for (int p = 0; p < NPA + NPB; ++p) load_piece(buf, p, t, true);
-    }
-    advance();
-  };
-
 
   // thread position: warps tile the block, each warp is 4 (pixel rows) x 8 (filter cols);
   // a thread owns filter columns tx*4+j, BN/2+tx*4+j and pixel rows prow(i), i < TM:
@@ -372,7 +412,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT, Cfg<BM, B
     // stage i + STAGES - 1 goes to buffer wbuf: at once before the FFMAs, or SPREAD in pieces
     // over this stage's k-pairs (then committed after them)
     const bool live = i + STAGES - 1 < nit;
-    const Tap t = tap_of();  // used by SPREAD only
+    const Tap t = tap_of();  // SPREAD only (dead otherwise)
     if (!SPREAD) {
       if (live) load_stage(wbuf);
       cp_async_commit();
