@@ -325,8 +325,9 @@ def _r_text(m: dict, cases: Sequence[dict]) -> str:
                  and c.get("status") in ("ok", "wrong")})
     here = "" if not rs else f", here {rs[0]}" if len(rs) == 1 else f", here {rs[0]}-{rs[-1]}"
     if m.get("R") is None:
-        return (f"R calls (R adaptive per case{here}: about 4 ms of roofline work per call, "
-                "16 to 64, lowered by the memory cap)")
+        target_ms = (m.get("R_target_round_us") or 4000.0) / 1e3
+        return (f"R calls (R adaptive per case{here}: about {target_ms:g} ms of roofline work "
+                f"per call, 16 to {m.get('R_max') or 64}, lowered by the memory cap)")
     if rs and rs != [m["R"]]:
         return f"R = {m['R']} calls (the memory cap lowered it on some cases{here})"
     return f"R = {m['R']} calls"
@@ -351,7 +352,8 @@ def markdown_summary(result: dict) -> str:
         dev_text = ""
     lines = [
         f"Device: {m['device']} ({m['platform']}), jax {m['jax_version']}, {m['date'][:10]}, "
-        f"commit {(m.get('git_commit') or 'unknown')[:10]}. Each case checked against lax "
+        f"commit {','.join(c[:10] for c in (m.get('git_commit') or 'unknown').split(','))}. "
+        f"Each case checked against lax "
         f"HIGHEST (rel. err <= 1e-5) before timing; {_r_text(m, result.get('cases', []))} "
         f"on distinct inputs per jit; {WALL_LABEL}: wall time of the call / R, median of "
         f"{m['rounds']} rounds"

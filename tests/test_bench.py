@@ -632,6 +632,20 @@ def test_markdown_without_device_time():
     assert "R calls (R adaptive per case" in md
 
 
+@pytest.mark.parametrize("r_max,commit,want_r,want_commit", [
+    (None, None, "16 to 64,", "commit unknown."),                 # results before meta.R_max
+    (256, "0123456789abcdef", "16 to 256,", "commit 0123456789."),
+    (256, "db83d06,a4193df", "16 to 256,", "commit db83d06,a4193df."),  # merged pieces
+])
+def test_markdown_header_r_rule_and_commits(r_max, commit, want_r, want_commit):
+    res = _result([_row(sp=2.0)])
+    res["meta"]["git_commit"] = commit
+    if r_max is not None:
+        res["meta"]["R_max"] = r_max
+    md = markdown_summary(res)
+    assert want_r in md and want_commit in md
+
+
 def test_validate_device_fields():
     rows = [dict(set="a", batch=1, N=1, C=1, H=8, W=8, M=4, KH=3, KW=3, stride=[1, 1],
                  padding="VALID", layout="NHWC", flops=1, min_bytes=1, floor_us=1.0,
