@@ -21,7 +21,8 @@
 //   W'y  : plan[4]: not a free parameter here (implied by the kernel height, see above); ignored.
 //   double buffering: STAGES-deep cp.async ring (STAGES >= 2; 2 is exactly the paper's double
 //          buffer, 3-4 hides Hopper's longer latency): segment s+STAGES-1 is in flight while
-//          segment s is computed.
+//          segment s is computed.  Its copies are issued right after the stage barrier, or, in
+//          the 8x8 tiles with NHWC input, spread over segment s's k-pairs (SPREAD, measured).
 //   register blocking: each thread keeps a TM x TN (8x8 or 4x4) tile of outputs (pixels x
 //          filters) in registers; the inner loop is 2x float4 LDS of A + 2x float4 LDS of B per
 //          TM*TN FFMAs (plain fp32 FFMA, no tensor cores).
