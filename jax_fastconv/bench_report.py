@@ -327,7 +327,8 @@ def _r_text(m: dict, cases: Sequence[dict]) -> str:
     if m.get("R") is None:
         target_ms = (m.get("R_target_round_us") or 4000.0) / 1e3
         return (f"R calls (R adaptive per case{here}: about {target_ms:g} ms of roofline work "
-                f"per call, 16 to {m.get('R_max') or 64}, lowered by the memory cap)")
+                f"per call, {m.get('R_min') or 16} to {m.get('R_max') or 64}, lowered by the memory "
+                "cap)")
     if rs and rs != [m["R"]]:
         return f"R = {m['R']} calls (the memory cap lowered it on some cases{here})"
     return f"R = {m['R']} calls"
