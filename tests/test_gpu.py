@@ -121,6 +121,10 @@ PAPER = [
     ("multi_channel", ConvConfig(1, 64, 64, 7, 7, 3, 3, (1, 1), "SAME", "NCHW", 6103)),
     ("multi_channel", ConvConfig(3, 9, 17, 31, 45, 5, 5, (1, 1), ((2, 0), (-1, 3)), "NHWC", 6104)),
     ("multi_channel", ConvConfig(1, 48, 40, 14, 14, 1, 1, (1, 1), "VALID", "NCHW", 6105)),
+    # 1x1 NCHW: 16-byte pixel runs (H*W % 4 == 0; tiles span images at 6x6), and not (5x7)
+    ("multi_channel", ConvConfig(3, 13, 21, 6, 6, 1, 1, (1, 1), "VALID", "NCHW", 6106)),
+    ("multi_channel", ConvConfig(2, 24, 36, 10, 10, 1, 1, (1, 1), "SAME", "NCHW", 6107)),
+    ("multi_channel", ConvConfig(2, 16, 20, 5, 7, 1, 1, (1, 1), "VALID", "NCHW", 6108)),
 ]
 
 

@@ -303,6 +303,11 @@ static Case random_case(std::mt19937_64& rng) {
     c.KH = U(1, 7);
     c.KW = U(1, 7);
     c.pt = U(-2, 3); c.pb = U(-2, 3); c.pl = U(-2, 3); c.pr = U(-2, 3);
+    if (U(0, 3) == 0) {  // 1x1 without padding: the 16-byte pixel-run loader when H*W % 4 == 0
+      c.KH = c.KW = 1;
+      c.pt = c.pb = c.pl = c.pr = 0;
+      if (U(0, 1)) c.W = (c.W + 3) & ~3;
+    }
     int OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
     if (OH >= 1 && OW >= 1) break;
   }
