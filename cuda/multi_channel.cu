@@ -667,37 +667,44 @@ static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) * p.KH * p.KW); }
 
-// Fallback configuration for plans with absurd values (and plan[5] <= 0).  The SAME rule as
-// jax_fastconv/planner.py _multi_channel's grid rule (measured on H200, notes): take the largest
-// tile of {128x64, 64x64, 32x64} that either has >= 2 tiles per SM unsplit, or for which a
-// cluster split of <= 8 reaches ~3 blocks per SM while each rank keeps >= kMinSteps reduction
-// steps; last resort (batch 1, tiny maps): 32x64 with the largest split the device allows (16,
-// non-portable, on sm_90), each rank keeping >= 4 steps.  S = 64 B when C >= 32 and C % 16 == 0.
-constexpr int kMinSteps = 12;
-constexpr int kSplitBlocksPerSM = 3;
-static Choice auto_config(const ConvParams& p, int sms) {
+// Fallback configuration for plans with absurd values (and the split for plan[5] <= 0).  The
+// SAME model as jax_fastconv/planner.py's grid (its docstring item 8, fitted on an H200): over
+// the M' = 64 tiles {128x64, 64x64, 32x64} and splits {1, 2, 4, 8, 16} (<= the device's cluster
+// limit and the reduction length) the least
+//   cost = c_tile * ceil(tiles * cs / sms) * (ceil(steps / cs) + s0 [cs > 1]) * W'x / 128
+//          * f(min(ceil(tiles * cs / sms), b)).
+// S = 64 B when C >= 32 and C % 16 == 0.
+constexpr int kSplits[5] = {1, 2, 4, 8, 16};
+constexpr double kTileCost[4] = {1.0, 1.0, 1.15, 1.31};  // MC_TILE_COST (128x128: unused)
+constexpr int kBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
+constexpr double kSplitSteps = 3.0;                      // MC_SPLIT_STEPS
+static double grid_cost(long long tiles, long long steps, int tile, int cs, int sms) {
+  const long long per_sm = cdiv(tiles * cs, sms);
+  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kSplitSteps : 0.0);
+  const long long conc = per_sm < kBlocksPerSM[tile] ? per_sm : kBlocksPerSM[tile];
+  const double few = conc == 1 ? 1.36 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
+  return kTileCost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
+}
+// only_tile < 0: every tile of the grid menu; else the best split of that tile (S = bk).
+static Choice grid_choice(const ConvParams& p, int sms, int only_tile, int bk) {
   const long long P = p.N * p.OH * p.OW;
-  Choice ch{3, 8, 1};
-  ch.bk = (p.C >= 32 && p.C % 16 == 0) ? 16 : 8;
-  const int T = iterations(p, ch.bk);
-  const long long target = (long long)kSplitBlocksPerSM * sms;
-  const int order[3] = {1, 2, 3};
-  for (int t : order) {
-    long long tiles = cdiv(P, kTileBM[t]) * cdiv(p.M, kTileBN[t]);
-    if (tiles >= 2LL * sms) { ch.tile = t; ch.cs = 1; return ch; }  // split costs more than it gains
-    long long cs = cdiv(target, tiles);
-    if (cs <= 8 && cs <= max_cluster(t) && cs * kMinSteps <= T) {
-      ch.tile = t; ch.cs = (int)(cs < 1 ? 1 : cs); return ch;
+  Choice best{1, bk, 1};
+  double best_cost = -1;
+  for (int t = 1; t <= 3; ++t) {
+    if (only_tile >= 0 && t != only_tile) continue;
+    const long long tiles = cdiv(P, kTileBM[t]) * cdiv(p.M, kTileBN[t]);
+    const int T = iterations(p, bk);
+    for (int cs : kSplits) {
+      if (cs > max_cluster(t) || cs > T) continue;
+      const double c = grid_cost(tiles, T, t, cs, sms);
+      if (best_cost < 0 || c < best_cost) { best = Choice{t, bk, cs}; best_cost = c; }
     }
   }
-  ch.tile = 3;
-  long long tiles = cdiv(P, kTileBM[3]) * cdiv(p.M, kTileBN[3]);
-  long long cs = cdiv(target, tiles);
-  const int cmax = max_cluster(3);
-  if (cs > cmax) cs = cmax;
-  if (cs > T / 4) cs = T / 4;
-  ch.cs = (int)(cs < 1 ? 1 : cs);
-  return ch;
+  if (only_tile >= 0) best.tile = only_tile;
+  return best;
+}
+static Choice auto_config(const ConvParams& p, int sms) {
+  return grid_choice(p, sms, -1, (p.C >= 32 && p.C % 16 == 0) ? 16 : 8);
 }
 
 // The plan determines the launch (see the header): tile = (W'x, M') on the menu, BK = S,
@@ -719,11 +726,10 @@ static Choice plan_config(const ConvParams& p, int sms) {
     }
     if (split > 0) {
       ch.cs = (int)(split > 64 ? 64 : split);
+    } else if (ch.tile == 0) {
+      ch.cs = 1;  // 128x128: not on the grid model's menu
     } else {
-      Choice au = auto_config(p, sms);  // no split given: the automatic split for this tile
-      long long tiles = cdiv(p.N * p.OH * p.OW, kTileBM[ch.tile]) * cdiv(p.M, kTileBN[ch.tile]);
-      ch.cs = (au.tile == ch.tile) ? au.cs
-                                   : (tiles >= sms ? 1 : (int)cdiv(kSplitBlocksPerSM * sms, tiles));
+      ch.cs = grid_choice(p, sms, ch.tile, ch.bk).cs;  // no split given: the model's for this tile
     }
   }
   if (ch.tile == 0) ch.bk = 8;  // 128x128 with 64-byte segments would spill (not instantiated)

@@ -56,14 +56,21 @@ Departures from the paper (each one deliberate; the paper mixes bytes and elemen
    largest W'x) holds, but S = 64 B comes before 32 B: on the menu M' does not grow at the
    smaller S, and 64 B halves the stages (barriers): measured 8-10% faster (notes, v4).
    On the H100/H200 presets this gives the paper's best, M' = 64, W'x = 128 (b = 3).
-8. Beyond the paper, the grid (the rule of the kernel's auto_config, measured on an H200):
-   when the chosen tile leaves fewer than 2 tiles per SM, walk W'x = 128, 64, 32 (M' = 64):
-   take the first with >= 2 tiles per SM unsplit, or whose ch split c_split = ceil(3 N_sm /
-   tiles) is <= 8 (and <= the device's cluster limit) while each rank keeps >= MC_MIN_STEPS
-   = 12 reduction steps; else 32x64 with the largest split allowed (16 on sm_90: non-portable
-   cluster; 1 below sm_90: no clusters), each rank keeping >= 4 steps. The split reduction
-   (thread-block cluster, distributed shared memory, fixed order) is what the paper rejected
-   on Pascal (section 2.3).
+8. Beyond the paper, the grid (the same rule as the kernel's auto_config): a cost model picks
+   the tile W'x in {128, 64, 32} (M' = 64) and the ch split c_split in {1, 2, 4, 8, 16}:
+     cost = c_tile x ceil(tiles x c_split / N_sm) x (ceil(steps / c_split) + s0 [c_split > 1])
+            x W'x / 128 x f(min(ceil(tiles x c_split / N_sm), b)),
+   i.e. the blocks one SM runs, each for its share of the reduction plus a split rank's fixed
+   cost s0 = MC_SPLIT_STEPS steps (prologue, sum through distributed shared memory), in steps
+   of a 128-pixel tile; c_tile (MC_TILE_COST: smaller tiles do fewer FMAs per shared-memory
+   read) and f (MC_FEW_BLOCKS_COST: one or two blocks on an SM hide less latency than three)
+   are fitted to a sweep of every tile x split 1..8 (and 12, 16 for 32x64) on 43 paper layers
+   on an H200 (benchmarks/notes/multi_channel.md, round 9). Splits of 3, 5, 6, 7 are left out:
+   their times jumped by up to 40% between neighbouring sizes (cluster placement on the
+   GPCs), the powers of two did not. Splits need sm_90 (thread-block clusters: <= 8, 16 for
+   32x64, non-portable) and each rank keeps >= 1 step. When the model's choice is the paper's
+   tile unsplit, the paper's plan stands. The split reduction (thread-block cluster,
+   distributed shared memory, fixed order) is what the paper rejected on Pascal (section 2.3).
 """
 from __future__ import annotations
 
@@ -109,12 +116,13 @@ MC_CONFIGS = (
 MC_MAX_EXTENT = 16384          # kernel: (oh, ow) packed in 16 bits each
 MC_MIN_CHANNELS = 8            # one 32-byte segment of channels; fewer -> not this kernel
 MC_MAX_BLOCKS_PER_SM = 32       # hardware limit of resident blocks per SM (sm_50..sm_90)
-MC_GRID_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles the grid rule walks, largest first
-MC_SPLIT_BLOCKS_PER_SM = 3      # a split aims at ~3 resident blocks per SM (kernel: kSplitBlocksPerSM)
-MC_MIN_STEPS = 12               # each split rank keeps >= 12 reduction steps (kernel: kMinSteps)
+MC_GRID_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles the grid model compares, largest first
+MC_SPLITS = (1, 2, 4, 8, 16)    # c_split values the grid model compares (docstring item 8)
+MC_TILE_COST = {128: 1.0, 64: 1.15, 32: 1.31}   # per pixel-step, relative to 128x64 (fitted)
+MC_SPLIT_STEPS = 3.0            # a split rank's fixed cost in reduction steps (fitted)
+MC_FEW_BLOCKS_COST = {1: 1.36, 2: 1.12}         # 1 or 2 blocks on an SM vs >= 3 (fitted)
 MC_MAX_SPLIT = 8                # portable cluster size
 MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 tile only
-MC_LAST_RESORT_STEPS = 4        # last resort: each rank keeps >= 4 steps
 # Filter staging (plan[7] bit 2, cuda/filter_staging.cuh): copy dense OIHW filters to HWIO in
 # the call's workspace so the kernel's filter loads are 16-byte and filter-contiguous. Per stage
 # the kernel reads S channels of M' filters at one tap, KH*KW floats apart in OIHW: a 4-byte
@@ -184,6 +192,7 @@ QUANTITY_NOTES = {
     "steps_per_rank": "reduction steps each split rank sums",
     "c_split": "channel split (beyond the paper; 1 = none)",
     "channels_per_split": "channels per split",
+    "grid_cost": "the grid model's cost of this tile x split, in 128x64 tile-steps per SM",
     "filter_staging": "plan[7]: 2 = the OIHW filters are copied to HWIO first, 0 = read in place",
 }
 
@@ -304,6 +313,14 @@ def _mc_max_split(hw: Hardware, Wx: int) -> int:
     return MC_MAX_SPLIT_SM90_SMALL if Wx == 32 else MC_MAX_SPLIT
 
 
+def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: int) -> float:
+    """The grid model (docstring item 8): time in steps of a 128x64 tile at >= 3 blocks per SM."""
+    per_sm = _cdiv(tiles * c_split, n_sm)               # blocks one SM runs
+    rank = _cdiv(steps, c_split) + (MC_SPLIT_STEPS if c_split > 1 else 0.0)
+    few = MC_FEW_BLOCKS_COST.get(min(per_sm, b), 1.0)
+    return MC_TILE_COST[Wx] * per_sm * rank * Wx / 128 * few
+
+
 def _dense_oihw_filters(spec: ConvSpec) -> bool:
     d = spec.dims
     kk = d["KH"] * d["KW"]
@@ -412,7 +429,8 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
                f"{paper['Wx']}x{paper['Mp']}/S{paper['S']} computes the most, "
                f"{paper['th_sm']} FMAs per SM per stage: prefetch hides the latency only partly")
 
-    # Beyond the paper: the grid. The same rule as the kernel's auto_config (measured, notes).
+    # Beyond the paper, the grid: the cost model over tile x split (docstring item 8; the
+    # kernel's auto_config applies the same model to plans without a split).
     def pick(Wx, Se_pref):
         cands = [c for c in cfgs if c["Wx"] == Wx and c["Mp"] == 64]
         if not cands:
@@ -420,40 +438,29 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         same = [c for c in cands if c["Se"] == Se_pref]
         return same[0] if same else cands[0]
 
-    chosen, c_split = paper, 1
-    if paper["tiles"] < 2 * n_sm:
-        # S for the split tiles: 64 B where the segments are whole (C >= 32, C % 16 == 0) --
-        # fewer, longer stages; the FMA requirement is out of reach for these grids anyway.
-        Se_pref = 16 if (C >= 32 and C % 16 == 0) else 8
-        target = MC_SPLIT_BLOCKS_PER_SM * n_sm
-        found = None
-        for Wx in MC_GRID_TILES:
-            c = pick(Wx, Se_pref)
-            if c is None:
-                continue
-            if c["tiles"] >= 2 * n_sm:
-                found, cs, how = c, 1, f"{c['tiles']} tiles >= 2 x N_sm: no split"
-                break
-            cs = _cdiv(target, c["tiles"])
-            if cs <= min(MC_MAX_SPLIT, _mc_max_split(hw, Wx)) and cs * MC_MIN_STEPS <= c["steps"]:
-                found, how = c, (f"{c['tiles']} tiles x split {cs} ~ {MC_SPLIT_BLOCKS_PER_SM} "
-                                 f"blocks per SM, {c['steps'] // cs} reduction steps per rank "
-                                 f">= {MC_MIN_STEPS}")
-                break
-        if found is None:
-            c = pick(32, Se_pref)
-            if c is not None:
-                cs = min(_cdiv(target, c["tiles"]), _mc_max_split(hw, 32),
-                         c["steps"] // MC_LAST_RESORT_STEPS)
-                cs = max(cs, 1)
-                found, how = c, (f"last resort: the 32x64 tile, {c['tiles']} tiles, split {cs} "
-                                 f"(device maximum {_mc_max_split(hw, 32)}, >= "
-                                 f"{MC_LAST_RESORT_STEPS} steps per rank)")
-        if found is not None:
-            chosen, c_split = found, cs
-            why += (f"; only {paper['tiles']} output tiles of {paper['Wx']}x{paper['Mp']} for "
-                    f"{n_sm} SMs (< 2 per SM): {chosen['Wx']}x{chosen['Mp']}/S{chosen['S']}, "
-                    f"{how}")
+    # S for the grid's tiles: 64 B where the segments are whole (C >= 32, C % 16 == 0)
+    Se_pref = 16 if (C >= 32 and C % 16 == 0) else 8
+    grid = []
+    for Wx in MC_GRID_TILES:
+        c = pick(Wx, Se_pref)
+        if c is None:
+            continue
+        for cs in MC_SPLITS:
+            if cs <= min(_mc_max_split(hw, Wx), c["steps"]):
+                grid.append((_mc_grid_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm), c, cs))
+    chosen, c_split, grid_cost = paper, 1, 0.0
+    if grid:
+        cost, best, cs = min(grid, key=lambda g: g[0])   # ties: the larger tile, the smaller split
+        unsplit = [g[0] for g in grid if g[1]["Wx"] == paper["Wx"] and g[2] == 1]
+        grid_cost = unsplit[0] if unsplit else 0.0
+        if cs > 1 or best["Wx"] != paper["Wx"] or paper["Mp"] != 64:
+            chosen, c_split, grid_cost = best, cs, cost
+            per_sm = _cdiv(best["tiles"] * cs, n_sm)
+            why += (f"; grid model (tile x split): {best['Wx']}x{best['Mp']}/S{best['S']}, "
+                    f"{best['tiles']} tiles x split {cs} = {per_sm} blocks per SM of "
+                    f"{_cdiv(best['steps'], cs)} steps, cost {cost:.0f}"
+                    + (f" vs {unsplit[0]:.0f} for {paper['Wx']}x{paper['Mp']} unsplit"
+                       if unsplit else ""))
             if c_split > 1:
                 why += (" (beyond the paper: the ch reduction is split over a thread-block "
                         "cluster and summed through distributed shared memory)")
@@ -470,7 +477,8 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         ("shared_bytes_per_block", c["shared"]), ("output_tiles", c["tiles"]),
         ("reduction_steps", c["steps"]), ("c_split", c_split),
         ("steps_per_rank", c["steps"] // c_split),
-        ("channels_per_split", _cdiv(C, c_split))]
+        ("channels_per_split", _cdiv(C, c_split)),
+        ("grid_cost", round(grid_cost, 1))]
     stage, stage_why = _mc_filter_staging(spec, c["Wx"])
     if stage_why:
         why += f"; {stage_why}"

@@ -144,18 +144,46 @@ def test_multi_channel_hopper_big_layers_get_the_papers_best(preset):
         assert plan["Th_SM"] == 3 * 64 * 16 * 128 >= plan["N_FMA"]
 
 
-def test_multi_channel_h200_split_rule():
-    # b1 56x56x128 -> 128, K3 VALID: P = 54*54 = 2,916. 128x64: 23*2 = 46 tiles < 264, split
-    # ceil(396/46) = 9 > 8. 64x64: ceil(2916/64) = 46 x 2 = 92 tiles, split ceil(396/92) = 5,
-    # 5 x 12 = 60 <= 8 segments x 9 taps = 72 steps -> 64x64/S64/cs5 (14 steps per rank).
-    plan = pl.make_plan(spec_from_logical(1, 128, 56, 56, 128, 3, 3), hwm.PRESETS["h200"])
-    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 5, 128, 0), plan.reason
-    assert plan["steps_per_rank"] == 14 and "beyond the paper" in plan.reason
-    # b1 7x7x512 K3 VALID: P = 25: every tile count is 8 -> last resort 32x64, split
-    # min(ceil(396/8) = 50, 16 (sm_90, non-portable), 32*9 // 4 = 72) = 16.
-    plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), hwm.PRESETS["h200"])
+def test_multi_channel_h200_grid_model():
+    # b1 112x112x64 -> 64, K3 VALID: P = 110*110 = 12,100; C = 64 -> S = 64 B, 4 segments x 9
+    # taps = 36 steps. cost = c_tile x per_SM x (ceil(36 / cs) + 3 [cs > 1]) x W'x / 128 x
+    # f(min(per_SM, b)), per_SM = ceil(tiles x cs / 132):
+    #   128x64, 95 tiles (b = 3): cs1 1 x 36 x 1.36 = 48.96; cs2 2 x 21 x 1.12 = 47.04;
+    #                             cs4 3 x 12 = 36.0; cs8 6 x 8 = 48
+    #   64x64, 190 tiles (b = 4): cs1 1.15 x 2 x 36 x 0.5 x 1.12 = 46.37; cs2 1.15 x 3 x 21 x 0.5
+    #                             = 36.23
+    #   32x64, 379 tiles (b = 4): cs1 1.31 x 3 x 36 x 0.25 = 35.37  <- the least
+    plan = pl.make_plan(spec_from_logical(1, 64, 112, 112, 64, 3, 3, layout="NHWC"), H200)
+    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 1, 128, 0), plan.reason
+    assert plan["output_tiles"] == 379 and plan["c_split"] == 1
+    assert plan["grid_cost"] == pytest.approx(35.4, abs=0.05)
+    assert "cost 35 vs 49 for 128x64 unsplit" in plan.reason
+    assert pl._mc_grid_cost(95, 36, 128, 4, 3, 132) == pytest.approx(36.0)
+    assert pl._mc_grid_cost(190, 36, 64, 2, 4, 132) == pytest.approx(1.15 * 3 * 21 * 0.5)
+    # b1 7x7x512 K3 VALID: P = 25, 8 tiles of every size, 32 x 9 = 288 steps: 32x64 with the
+    # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 3 steps: 1.31 x 21 x 0.25 x 1.36
+    # = 9.35 (split 8: 17.4; 128x64 split 8: 53).
+    plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), H200)
     assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 0), plan.reason
-    assert "last resort" in plan.reason
+    assert plan["steps_per_rank"] == 18 and "beyond the paper" in plan.reason
+    # big layers: the paper's tile unsplit stands (grid_cost is its cost, no grid text)
+    plan = pl.make_plan(spec_from_logical(32, 64, 112, 112, 64, 3, 3), H200)
+    assert plan.kernel_attrs[2:6] == (64, 128, 3, 1) and "grid model" not in plan.reason
+    assert plan["grid_cost"] > 0
+
+
+@pytest.mark.parametrize("N,C,H,K", [(1, 64, 56, 3), (1, 512, 14, 1), (32, 512, 7, 3),
+                                     (32, 256, 28, 5), (1, 64, 512, 3)])
+def test_multi_channel_grid_choice_is_the_least_cost(N, C, H, K):
+    plan = pl.make_plan(spec_from_logical(N, C, H, H, C, K, K, layout="NHWC"), H200)
+    P = N * (H - K + 1) ** 2
+    steps = -(-C // 16) * K * K
+    costs = {}
+    for wx, b in ((128, 3), (64, 4), (32, 4)):
+        for cs in pl.MC_SPLITS:
+            if cs <= min(16 if wx == 32 else 8, steps):
+                costs[(wx, cs)] = pl._mc_grid_cost(-(-P // wx) * -(-C // 64), steps, wx, cs, b, 132)
+    assert costs[(plan["W'x"], plan["c_split"])] == pytest.approx(min(costs.values()))
 
 
 # ---------------------------------------------------------------- filter staging (plan[7])
@@ -300,8 +328,8 @@ def test_every_plan_respects_limits_and_covers_output_once(preset):
             assert 1 <= c_split <= min(cmax, plan["reduction_steps"])
             assert plan["reduction_steps"] == -(-d["C"] // s_e) * d["KH"] * d["KW"]
             if c_split > 1:
-                assert plan["output_tiles"] < 2 * hw.sm_count and "beyond the paper" in plan.reason
-            if "(< 2 per SM)" not in plan.reason and "no tile reaches" not in plan.reason:
+                assert "beyond the paper" in plan.reason and "grid model" in plan.reason
+            if "grid model" not in plan.reason and "no tile reaches" not in plan.reason:
                 assert plan["Th_SM"] >= plan["N_FMA"]   # the paper's tile, not the grid rule's
     assert {"single_channel", "multi_channel"} <= methods
 
