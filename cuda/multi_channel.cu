@@ -671,18 +671,18 @@ static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) 
 // SAME model as jax_fastconv/planner.py's grid (its docstring item 8, fitted on an H200): over
 // the M' = 64 tiles {128x64, 64x64, 32x64} and splits {1, 2, 4, 8, 16} (<= the device's cluster
 // limit and the reduction length) the least
-//   cost = c_tile * ceil(tiles * cs / sms) * (ceil(steps / cs) + s0 [cs > 1]) * W'x / 128
+//   cost = c_tile * ceil(tiles * cs / sms) * (ceil(steps / cs) + s0_tile [cs > 1]) * W'x / 128
 //          * f(min(ceil(tiles * cs / sms), b)).
 // S = 64 B when C >= 32 and C % 16 == 0.
 constexpr int kSplits[5] = {1, 2, 4, 8, 16};
-constexpr double kTileCost[4] = {1.0, 1.0, 1.15, 1.31};  // MC_TILE_COST (128x128: unused)
+constexpr double kTileCost[4] = {1.0, 1.0, 1.24, 1.48};  // MC_TILE_COST (128x128: unused)
+constexpr double kSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
 constexpr int kBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
-constexpr double kSplitSteps = 3.0;                      // MC_SPLIT_STEPS
 static double grid_cost(long long tiles, long long steps, int tile, int cs, int sms) {
   const long long per_sm = cdiv(tiles * cs, sms);
-  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kSplitSteps : 0.0);
+  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kSplitSteps[tile] : 0.0);
   const long long conc = per_sm < kBlocksPerSM[tile] ? per_sm : kBlocksPerSM[tile];
-  const double few = conc == 1 ? 1.36 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
+  const double few = conc == 1 ? 1.38 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
   return kTileCost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
 }
 // only_tile < 0: every tile of the grid menu; else the best split of that tile (S = bk).

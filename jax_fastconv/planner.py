@@ -61,8 +61,8 @@ Departures from the paper (each one deliberate; the paper mixes bytes and elemen
      cost = c_tile x ceil(tiles x c_split / N_sm) x (ceil(steps / c_split) + s0 [c_split > 1])
             x W'x / 128 x f(min(ceil(tiles x c_split / N_sm), b)),
    i.e. the blocks one SM runs, each for its share of the reduction plus a split rank's fixed
-   cost s0 = MC_SPLIT_STEPS steps (prologue, sum through distributed shared memory), in steps
-   of a 128-pixel tile; c_tile (MC_TILE_COST: smaller tiles do fewer FMAs per shared-memory
+   cost s0 = MC_SPLIT_STEPS[W'x] of its steps (prologue, park, sum through distributed shared
+   memory), in steps of a 128-pixel tile; c_tile (MC_TILE_COST: smaller tiles do fewer FMAs per shared-memory
    read) and f (MC_FEW_BLOCKS_COST: one or two blocks on an SM hide less latency than three)
    are fitted to a sweep of every tile x split 1..8 (and 12, 16 for 32x64) on 43 paper layers
    on an H200 (benchmarks/notes/multi_channel.md, round 9). Splits of 3, 5, 6, 7 are left out:
@@ -118,9 +118,9 @@ MC_MIN_CHANNELS = 8            # one 32-byte segment of channels; fewer -> not t
 MC_MAX_BLOCKS_PER_SM = 32       # hardware limit of resident blocks per SM (sm_50..sm_90)
 MC_GRID_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles the grid model compares, largest first
 MC_SPLITS = (1, 2, 4, 8, 16)    # c_split values the grid model compares (docstring item 8)
-MC_TILE_COST = {128: 1.0, 64: 1.15, 32: 1.31}   # per pixel-step, relative to 128x64 (fitted)
-MC_SPLIT_STEPS = 3.0            # a split rank's fixed cost in reduction steps (fitted)
-MC_FEW_BLOCKS_COST = {1: 1.36, 2: 1.12}         # 1 or 2 blocks on an SM vs >= 3 (fitted)
+MC_TILE_COST = {128: 1.0, 64: 1.24, 32: 1.48}   # per pixel-step, relative to 128x64 (fitted)
+MC_SPLIT_STEPS = {128: 4.7, 64: 2.9, 32: 2.2}   # a split rank's fixed cost in its steps (fitted)
+MC_FEW_BLOCKS_COST = {1: 1.38, 2: 1.12}         # 1 or 2 blocks on an SM vs >= 3 (fitted)
 MC_MAX_SPLIT = 8                # portable cluster size
 MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 tile only
 # Filter staging (plan[7] bit 2, cuda/filter_staging.cuh): copy dense OIHW filters to HWIO in
@@ -316,7 +316,7 @@ def _mc_max_split(hw: Hardware, Wx: int) -> int:
 def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: int) -> float:
     """The grid model (docstring item 8): time in steps of a 128x64 tile at >= 3 blocks per SM."""
     per_sm = _cdiv(tiles * c_split, n_sm)               # blocks one SM runs
-    rank = _cdiv(steps, c_split) + (MC_SPLIT_STEPS if c_split > 1 else 0.0)
+    rank = _cdiv(steps, c_split) + (MC_SPLIT_STEPS[Wx] if c_split > 1 else 0.0)
     few = MC_FEW_BLOCKS_COST.get(min(per_sm, b), 1.0)
     return MC_TILE_COST[Wx] * per_sm * rank * Wx / 128 * few
 

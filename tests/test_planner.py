@@ -146,23 +146,23 @@ def test_multi_channel_hopper_big_layers_get_the_papers_best(preset):
 
 def test_multi_channel_h200_grid_model():
     # b1 112x112x64 -> 64, K3 VALID: P = 110*110 = 12,100; C = 64 -> S = 64 B, 4 segments x 9
-    # taps = 36 steps. cost = c_tile x per_SM x (ceil(36 / cs) + 3 [cs > 1]) x W'x / 128 x
-    # f(min(per_SM, b)), per_SM = ceil(tiles x cs / 132):
-    #   128x64, 95 tiles (b = 3): cs1 1 x 36 x 1.36 = 48.96; cs2 2 x 21 x 1.12 = 47.04;
-    #                             cs4 3 x 12 = 36.0; cs8 6 x 8 = 48
-    #   64x64, 190 tiles (b = 4): cs1 1.15 x 2 x 36 x 0.5 x 1.12 = 46.37; cs2 1.15 x 3 x 21 x 0.5
-    #                             = 36.23
-    #   32x64, 379 tiles (b = 4): cs1 1.31 x 3 x 36 x 0.25 = 35.37  <- the least
+    # taps = 36 steps. cost = c_tile x per_SM x (ceil(36 / cs) + s0_tile [cs > 1]) x W'x / 128
+    # x f(min(per_SM, b)), per_SM = ceil(tiles x cs / 132):
+    #   128x64, 95 tiles (b = 3, s0 4.7): cs1 1 x 36 x 1.38 = 49.68; cs2 2 x 22.7 x 1.12 = 50.85;
+    #                                     cs4 3 x 13.7 = 41.1; cs8 6 x 9.7 = 58.2
+    #   64x64, 190 tiles (b = 4, s0 2.9): cs1 1.24 x 2 x 36 x 0.5 x 1.12 = 49.99;
+    #                                     cs2 1.24 x 3 x 20.9 x 0.5 = 38.87  <- the least
+    #   32x64, 379 tiles (b = 4, s0 2.2): cs1 1.48 x 3 x 36 x 0.25 = 39.96
     plan = pl.make_plan(spec_from_logical(1, 64, 112, 112, 64, 3, 3, layout="NHWC"), H200)
-    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 1, 128, 0), plan.reason
-    assert plan["output_tiles"] == 379 and plan["c_split"] == 1
-    assert plan["grid_cost"] == pytest.approx(35.4, abs=0.05)
-    assert "cost 35 vs 49 for 128x64 unsplit" in plan.reason
-    assert pl._mc_grid_cost(95, 36, 128, 4, 3, 132) == pytest.approx(36.0)
-    assert pl._mc_grid_cost(190, 36, 64, 2, 4, 132) == pytest.approx(1.15 * 3 * 21 * 0.5)
+    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 2, 128, 0), plan.reason
+    assert plan["output_tiles"] == 190 and plan["c_split"] == 2
+    assert "cost 39 vs 50 for 128x64 unsplit" in plan.reason
+    assert pl._mc_grid_cost(190, 36, 64, 2, 4, 132) == pytest.approx(1.24 * 3 * 20.9 * 0.5)
+    assert pl._mc_grid_cost(95, 36, 128, 4, 3, 132) == pytest.approx(3 * 13.7)
+    assert pl._mc_grid_cost(379, 36, 32, 1, 4, 132) == pytest.approx(1.48 * 3 * 36 * 0.25)
     # b1 7x7x512 K3 VALID: P = 25, 8 tiles of every size, 32 x 9 = 288 steps: 32x64 with the
-    # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 3 steps: 1.31 x 21 x 0.25 x 1.36
-    # = 9.35 (split 8: 17.4; 128x64 split 8: 53).
+    # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 2.2 steps: 1.48 x 20.2 x 0.25 x
+    # 1.38 = 10.3 (split 8: 19.5; 128x64 split 8: 56.2).
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), H200)
     assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 0), plan.reason
     assert plan["steps_per_rank"] == 18 and "beyond the paper" in plan.reason
