@@ -313,12 +313,16 @@ def _mc_max_split(hw: Hardware, Wx: int) -> int:
     return MC_MAX_SPLIT_SM90_SMALL if Wx == 32 else MC_MAX_SPLIT
 
 
-def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: int) -> float:
-    """The grid model (docstring item 8): time in steps of a 128x64 tile at >= 3 blocks per SM."""
+def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: int,
+                  tile_cost=None, split_steps=None, few_cost=None) -> float:
+    """The grid model (docstring item 8): time in steps of a 128x64 tile at >= 3 blocks per SM.
+    The constants default to the fitted MC_* ones (benchmarks/fit_grid_model.py passes its own)."""
+    tile_cost = MC_TILE_COST if tile_cost is None else tile_cost
+    split_steps = MC_SPLIT_STEPS if split_steps is None else split_steps
+    few_cost = MC_FEW_BLOCKS_COST if few_cost is None else few_cost
     per_sm = _cdiv(tiles * c_split, n_sm)               # blocks one SM runs
-    rank = _cdiv(steps, c_split) + (MC_SPLIT_STEPS[Wx] if c_split > 1 else 0.0)
-    few = MC_FEW_BLOCKS_COST.get(min(per_sm, b), 1.0)
-    return MC_TILE_COST[Wx] * per_sm * rank * Wx / 128 * few
+    rank = _cdiv(steps, c_split) + (split_steps[Wx] if c_split > 1 else 0.0)
+    return tile_cost[Wx] * per_sm * rank * Wx / 128 * few_cost.get(min(per_sm, b), 1.0)
 
 
 def _dense_oihw_filters(spec: ConvSpec) -> bool:
