@@ -83,6 +83,7 @@
 #include "kernels.h"
 #include "launch_util.h"
 #include "filter_staging.cuh"
+#include "grid_model.h"
 
 namespace cg = cooperative_groups;
 
@@ -667,41 +668,13 @@ static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) * p.KH * p.KW); }
 
-// Fallback configuration for plans with absurd values (and the split for plan[5] <= 0).  The
-// SAME model as jax_fastconv/planner.py's grid (its docstring item 8, fitted on an H200): over
-// the M' = 64 tiles {128x64, 64x64, 32x64} and splits {1, 2, 4, 8, 16} (<= the device's cluster
-// limit and the reduction length) the least
-//   cost = c_tile * ceil(tiles * cs / sms) * (ceil(steps / cs) + s0_tile [cs > 1]) * W'x / 128
-//          * f(min(ceil(tiles * cs / sms), b)).
-// S = 64 B when C >= 32 and C % 16 == 0.
-constexpr int kSplits[5] = {1, 2, 4, 8, 16};
-constexpr double kTileCost[4] = {1.0, 1.0, 1.24, 1.48};  // MC_TILE_COST (128x128: unused)
-constexpr double kSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
-constexpr int kBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
-static double grid_cost(long long tiles, long long steps, int tile, int cs, int sms) {
-  const long long per_sm = cdiv(tiles * cs, sms);
-  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kSplitSteps[tile] : 0.0);
-  const long long conc = per_sm < kBlocksPerSM[tile] ? per_sm : kBlocksPerSM[tile];
-  const double few = conc == 1 ? 1.38 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
-  return kTileCost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
-}
-// only_tile < 0: every tile of the grid menu; else the best split of that tile (S = bk).
+// Fallback configuration for plans with absurd values (and the split for plan[5] <= 0): the
+// planner's grid model (cuda/grid_model.h) over the tiles and splits this device allows, S = 64 B
+// when C >= 32 and C % 16 == 0.
 static Choice grid_choice(const ConvParams& p, int sms, int only_tile, int bk) {
-  const long long P = p.N * p.OH * p.OW;
-  Choice best{1, bk, 1};
-  double best_cost = -1;
-  for (int t = 1; t <= 3; ++t) {
-    if (only_tile >= 0 && t != only_tile) continue;
-    const long long tiles = cdiv(P, kTileBM[t]) * cdiv(p.M, kTileBN[t]);
-    const int T = iterations(p, bk);
-    for (int cs : kSplits) {
-      if (cs > max_cluster(t) || cs > T) continue;
-      const double c = grid_cost(tiles, T, t, cs, sms);
-      if (best_cost < 0 || c < best_cost) { best = Choice{t, bk, cs}; best_cost = c; }
-    }
-  }
-  if (only_tile >= 0) best.tile = only_tile;
-  return best;
+  const int max_split[4] = {1, max_cluster(1), max_cluster(2), max_cluster(3)};
+  const GridPick g = grid_pick(p.N * p.OH * p.OW, p.M, iterations(p, bk), sms, max_split, only_tile);
+  return Choice{g.tile, bk, g.cs};
 }
 static Choice auto_config(const ConvParams& p, int sms) {
   return grid_choice(p, sms, -1, (p.C >= 32 && p.C % 16 == 0) ? 16 : 8);

@@ -1,0 +1,58 @@
+// The multi-channel kernel's grid model: which tile (W'x x M' = 128x64, 64x64, 32x64) and which
+// split of the channel reduction over a thread-block cluster.  The SAME model as
+// jax_fastconv/planner.py (docstring item 8, _mc_grid_cost; constants MC_TILE_COST,
+// MC_SPLIT_STEPS, MC_FEW_BLOCKS_COST, fitted on an H200: benchmarks/fit_grid_model.py):
+//   cost = c_tile * ceil(tiles * cs / sms) * (ceil(steps / cs) + s0_tile [cs > 1]) * W'x / 128
+//          * f(min(ceil(tiles * cs / sms), b_tile)),  cs in {1, 2, 4, 8, 16}.
+// Host-only arithmetic (no CUDA): tests/test_grid_model.py checks it against the planner.
+#pragma once
+
+namespace fastconv {
+namespace mc {
+
+// Tiles by index as in multi_channel.cu (0: 128x128, not on the grid model's menu).
+constexpr int kGridBM[4] = {128, 128, 64, 32};
+constexpr double kGridTileCost[4] = {1.0, 1.0, 1.24, 1.48};  // MC_TILE_COST
+constexpr double kGridSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
+constexpr int kGridBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
+constexpr int kGridSplits[5] = {1, 2, 4, 8, 16};
+
+inline long long grid_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+
+inline double grid_cost(long long tiles, long long steps, int tile, int cs, int sms) {
+  const long long per_sm = grid_cdiv(tiles * cs, sms);
+  const double rank = (double)grid_cdiv(steps, cs) + (cs > 1 ? kGridSplitSteps[tile] : 0.0);
+  const long long conc = per_sm < kGridBlocksPerSM[tile] ? per_sm : kGridBlocksPerSM[tile];
+  const double few = conc == 1 ? 1.38 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
+  return kGridTileCost[tile] * (double)per_sm * rank * kGridBM[tile] / 128.0 * few;
+}
+
+struct GridPick {
+  int tile;  // 1: 128x64, 2: 64x64, 3: 32x64
+  int cs;
+};
+
+// The least cost over tiles 1..3 (only_tile >= 1: that tile alone) and the splits allowed:
+// cs <= max_split[tile] (the device's cluster limit) and cs <= steps.  Ties: the larger tile,
+// then the smaller split (the planner's order).  P output pixels, M filters (M' = 64).
+inline GridPick grid_pick(long long P, long long M, long long steps, int sms,
+                          const int max_split[4], int only_tile) {
+  GridPick best{only_tile >= 1 ? only_tile : 1, 1};
+  double best_cost = -1;
+  for (int t = 1; t <= 3; ++t) {
+    if (only_tile >= 1 && t != only_tile) continue;
+    const long long tiles = grid_cdiv(P, kGridBM[t]) * grid_cdiv(M, 64);
+    for (int cs : kGridSplits) {
+      if (cs > max_split[t] || cs > steps) continue;
+      const double c = grid_cost(tiles, steps, t, cs, sms);
+      if (best_cost < 0 || c < best_cost) {
+        best = GridPick{t, cs};
+        best_cost = c;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace mc
+}  // namespace fastconv

@@ -1,0 +1,75 @@
+"""The multi-channel grid model exists twice: in the planner (Python, trace time) and in the
+kernel's fallback for plans without a split (cuda/grid_model.h). Both must choose alike: the
+header is built with the host compiler and asked the same questions as the planner."""
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jax_fastconv import hardware as hwm
+from jax_fastconv import planner as pl
+from jax_fastconv.spec import spec_from_logical
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = hwm.PRESETS["h200"]
+TILE = {128: 1, 64: 2, 32: 3}          # W'x -> the kernel's tile index
+
+
+@pytest.fixture(scope="module")
+def grid_check(tmp_path_factory):
+    if shutil.which("c++") is None:
+        pytest.skip("no host C++ compiler")
+    exe = tmp_path_factory.mktemp("grid") / "grid_model_check"
+    subprocess.run(["c++", "-std=c++17", "-O2", "-I", str(ROOT / "cuda"), "-o", str(exe),
+                    str(ROOT / "tests" / "cuda" / "grid_model_check.cc")], check=True)
+
+    def ask(lines):
+        out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
+                             text=True, timeout=60, check=True)
+        return out.stdout.split("\n")[:len(lines)]
+    return ask
+
+
+def test_the_kernels_residency_is_the_planners():
+    # cuda/grid_model.h kGridBlocksPerSM: the planner's b for the grid tiles on the H200
+    for Wx, Mp, Se, T, stages, regs in pl.MC_CONFIGS:
+        if Mp == 64 and Se == 16:
+            _, shared = pl._mc_shared_bytes(Wx, Mp, Se, stages)
+            b = pl._mc_blocks_per_sm(H200, T, regs, shared)["b"]
+            assert b == {128: 3, 64: 4, 32: 4}[Wx]
+
+
+def test_cost_is_the_planners(grid_check):
+    rng = random.Random(7)
+    qs = []
+    for _ in range(400):
+        tiles, steps = rng.randint(1, 5000), rng.randint(1, 900)
+        Wx, cs, sms = rng.choice((128, 64, 32)), rng.choice(pl.MC_SPLITS), rng.choice((28, 114, 132))
+        qs.append((tiles, steps, Wx, cs, sms))
+    got = grid_check([f"cost {t} {s} {TILE[w]} {c} {n}" for t, s, w, c, n in qs])
+    for (t, s, w, c, n), line in zip(qs, got):
+        want = pl._mc_grid_cost(t, s, w, c, {128: 3, 64: 4, 32: 4}[w], n)
+        assert float(line) == pytest.approx(want, rel=1e-9), (t, s, w, c, n)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pick_is_the_planners(grid_check, seed):
+    rng = random.Random(seed)
+    layers, qs = [], []
+    while len(layers) < 60:
+        N, C, M = rng.choice((1, 1, 2, 8, 32)), rng.choice((16, 24, 64, 128, 256, 512)), rng.choice((40, 64, 128, 512))
+        H, K = rng.choice((7, 9, 14, 28, 56, 112)), rng.choice((1, 3, 5))
+        if H < K:
+            continue
+        plan = pl.make_plan(spec_from_logical(N, C, H, H, M, K, K, layout="NHWC"), H200)
+        if plan.method != "multi_channel":
+            continue
+        layers.append(plan)
+        se = 16 if C >= 32 and C % 16 == 0 else 8
+        steps = -(-C // se) * K * K
+        qs.append(f"pick {N * (H - K + 1) ** 2} {M} {steps} 132 8 8 16 -1")
+    for plan, line in zip(layers, grid_check(qs)):
+        tile, cs = map(int, line.split())
+        assert (TILE[plan["W'x"]], plan["c_split"]) == (tile, cs), plan.reason
