@@ -117,6 +117,8 @@ MC_MAX_EXTENT = 16384          # kernel: (oh, ow) packed in 16 bits each
 MC_MIN_CHANNELS = 8            # one 32-byte segment of channels; fewer -> not this kernel
 MC_MAX_BLOCKS_PER_SM = 32       # hardware limit of resident blocks per SM (sm_50..sm_90)
 MC_GRID_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles the grid model compares, largest first
+# The grid model's constants (docstring item 8); cuda/grid_model.h holds the same for the
+# kernel's fallback (tests/test_grid_model.py checks that both choose alike).
 MC_SPLITS = (1, 2, 4, 8, 16)    # c_split values the grid model compares (docstring item 8)
 MC_TILE_COST = {128: 1.0, 64: 1.24, 32: 1.48}   # per pixel-step, relative to 128x64 (fitted)
 MC_SPLIT_STEPS = {128: 4.7, 64: 2.9, 32: 2.2}   # a split rank's fixed cost in its steps (fitted)
