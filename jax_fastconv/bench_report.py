@@ -48,6 +48,11 @@ CASE_KEYS_V2 = {
     "device_time_note": (str, type(None)),
 }
 STATUSES = ("ok", "wrong", "skipped", "error")
+# Roofline coverage: per set, the cases whose floor is at least this many us (big enough to be
+# bound by the hardware, not by fixed costs) and how many of them reach COVERAGE_PCT of the
+# roofline. The floors are the project's targets for the paper sets (the issues' criteria).
+COVERAGE_FLOOR_US = {"paper-single": 8.0, "paper-multi": 50.0}
+COVERAGE_PCT = 70.0
 
 
 # -- arithmetic -------------------------------------------------------------------------
@@ -123,6 +128,46 @@ def summarize(cases: Sequence[dict]) -> dict:
     if by_set_batch_layout:
         out["by_set_batch_layout"] = by_set_batch_layout
     return out
+
+
+def roofline_coverage(cases: Sequence[dict], floor_min_us: float,
+                      pct: float = COVERAGE_PCT) -> dict:
+    """Of the correct cases with floor_us >= floor_min_us: how many reach `pct` % of the
+    roofline in wall/R and in device span, and the labels (with their device %, else wall %)
+    of those that do not in device span (in wall/R where a case has no device span)."""
+    big = [c for c in cases if c.get("status") == "ok" and c.get("correct")
+           and c["floor_us"] >= floor_min_us]
+    wall = sum(1 for c in big if (c.get("pct_roofline") or 0.0) >= pct)
+    dev = [c for c in big if c.get("pct_roofline_device") is not None]
+    below = []
+    for c in big:
+        p = c.get("pct_roofline_device")
+        p = c.get("pct_roofline") if p is None else p
+        if (p or 0.0) < pct:
+            below.append(f"{case_label(c)} {_f(p, '{:.1f}')}%"
+                         + (" (lax)" if c.get("path") == "lax" else ""))
+    return {"floor_min_us": floor_min_us, "pct": pct, "cases": len(big), "wall": wall,
+            "device": sum(1 for c in dev if c["pct_roofline_device"] >= pct),
+            "with_device": len(dev), "below": below}
+
+
+def coverage_lines(cases: Sequence[dict]) -> list[str]:
+    """One Markdown line per set that has a coverage floor (COVERAGE_FLOOR_US)."""
+    lines = []
+    for s in dict.fromkeys(c["set"] for c in cases):
+        if s not in COVERAGE_FLOOR_US:
+            continue
+        cv = roofline_coverage([c for c in cases if c["set"] == s], COVERAGE_FLOOR_US[s])
+        if not cv["cases"]:
+            continue
+        dev = (f", {cv['device']} of {cv['with_device']} in {DEVICE_LABEL}"
+               if cv["with_device"] else "")
+        text = (f"{s}: of the {cv['cases']} cases with a floor >= {cv['floor_min_us']:g} us, "
+                f"{cv['wall']} reach {cv['pct']:g}% of the roofline in {WALL_LABEL}{dev}")
+        if cv["below"]:
+            text += "; below (device %, else wall %): " + "; ".join(cv["below"])
+        lines.append(text + ".")
+    return lines
 
 
 # -- schema -----------------------------------------------------------------------------
@@ -391,6 +436,9 @@ def markdown_summary(result: dict) -> str:
                     f" | {_f(b.get('geomean_speedup_device_vs_lax_default'), '{:.2f}x')}"
                     f" | {_f(b.get('geomean_pct_roofline_device'), '{:.1f}%')} |")
         lines.append(row)
+    cover = coverage_lines(result.get("cases", []))
+    if cover:
+        lines += [""] + cover
     return "\n".join(lines) + "\n"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from jax import lax
 
-from jax_fastconv import bench
+from jax_fastconv import bench, bench_report
 from jax_fastconv.bench import Case
 from jax_fastconv.bench_report import (SCHEMA_VERSION, geomean, markdown_summary,
                                        pct_of_roofline, roofline_floor_s, summarize,
@@ -681,3 +681,38 @@ def test_validate_device_fields():
         validate_result(bad)                       # schema 1: R must be a number
     bad["meta"]["R"] = 16
     assert validate_result(bad)                    # schema 1 files: device fields optional
+
+
+# -- roofline coverage (the paper sets' "X% of the roofline above a floor" count) -----------
+
+def _cov_row(set_, floor, wall, dev, status="ok", path="fastconv-cuda", C=64):
+    return dict(set=set_, batch=1, N=1, C=C, H=56, W=56, M=64, KH=3, KW=3, stride=[1, 1],
+                padding="VALID", layout="NHWC", status=status, correct=status == "ok",
+                floor_us=floor, pct_roofline=wall, pct_roofline_device=dev, path=path)
+
+
+@pytest.mark.parametrize("set_,floor,counted", [
+    ("paper-multi", 49.9, False), ("paper-multi", 50.0, True),
+    ("paper-single", 7.9, False), ("paper-single", 8.0, True)])
+def test_roofline_coverage_floor(set_, floor, counted):
+    cv = bench_report.roofline_coverage([_cov_row(set_, floor, 60.0, 80.0)],
+                                        bench_report.COVERAGE_FLOOR_US[set_])
+    assert cv["cases"] == int(counted)
+    assert (cv["wall"], cv["device"]) == ((0, 1) if counted else (0, 0))
+
+
+def test_roofline_coverage_counts_and_misses():
+    rows = [_cov_row("paper-multi", 100.0, 75.0, 80.0),            # both reach 70%
+            _cov_row("paper-multi", 100.0, 65.0, 72.0, C=128),      # device only
+            _cov_row("paper-multi", 100.0, 60.0, 69.6, C=256, path="lax"),   # neither
+            _cov_row("paper-multi", 100.0, 50.0, None, C=512),      # no device span: wall %
+            _cov_row("paper-multi", 100.0, 90.0, 95.0, status="wrong"),      # not counted
+            _cov_row("other", 100.0, 10.0, 10.0)]                   # no floor for this set
+    cv = bench_report.roofline_coverage(rows[:5], 50.0)
+    assert (cv["cases"], cv["wall"], cv["device"], cv["with_device"]) == (4, 1, 2, 3)
+    assert cv["below"] == ["N1 C256 56^2 M64 K3 V NHWC 69.6% (lax)",
+                           "N1 C512 56^2 M64 K3 V NHWC 50.0%"]
+    lines = bench_report.coverage_lines(rows)
+    assert len(lines) == 1 and lines[0].startswith(
+        "paper-multi: of the 4 cases with a floor >= 50 us, 1 reach 70% of the roofline in "
+        "wall/R (prescribed), 2 of 3 in device span (CUPTI); below")
