@@ -10,7 +10,8 @@ variants, H200). The fit is least squares in log time of  t = a0 + s * cost(tile
 the splits the planner considers (MC_SPLITS), with cost = planner._mc_grid_cost and its
 constants free; it prints them normalised to the 128x64 tile and how close the model's pick
 comes to the best measured variant per layer, for the fitted and for the current constants.
-A developer's tool (needs scipy; not a dependency of the package):
+A developer's tool (scipy, which jax depends on; tests/test_grid_model.py checks that the
+planner's constants are this fit of the committed sweep):
 
     python3 benchmarks/fit_grid_model.py benchmarks/results/sweeps/grid-sweep-*-nhwc.txt
 """
@@ -68,7 +69,9 @@ def picks(rows, p=None):
     return ratios
 
 
-def main(paths):
+def fit(paths) -> dict:
+    """Least-squares fit of the model's constants to the sweep files: the constants as the
+    planner names them (normalised to the 128x64 tile) and the rms log error."""
     from scipy.optimize import least_squares
     rows = read(paths)
     fit_rows = [r for r in rows if cost(r) is not None]
@@ -82,14 +85,24 @@ def main(paths):
     hi = [50.0, 100.0, 3.0, 3.0, 50.0, 50.0, 50.0, 3.0, 3.0]
     q = least_squares(resid, x0, bounds=(lo, hi)).x
     e = resid(q)
-    p = list(q[2:])
-    print(f"{len(rows)} timings, {len(fit_rows)} on the planner's splits; rms log error "
-          f"{math.sqrt(sum(v * v for v in e) / len(e)):.3f}")
+    p = [float(v) for v in q[2:]]
+    return dict(rows=rows, timings=len(rows), fitted=len(fit_rows), params=p,
+                rms=math.sqrt(sum(v * v for v in e) / len(e)),
+                MC_TILE_COST={128: 1.0, 64: p[0], 32: p[1]},
+                MC_SPLIT_STEPS={128: p[2], 64: p[3], 32: p[4]},
+                MC_FEW_BLOCKS_COST={1: p[5], 2: p[6]})
+
+
+def main(paths):
+    f = fit(paths)
+    p = f["params"]
+    print(f"{f['timings']} timings, {f['fitted']} on the planner's splits; rms log error "
+          f"{f['rms']:.3f}")
     print(f"MC_TILE_COST = {{128: 1.0, 64: {p[0]:.2f}, 32: {p[1]:.2f}}}")
     print(f"MC_SPLIT_STEPS = {{128: {p[2]:.1f}, 64: {p[3]:.1f}, 32: {p[4]:.1f}}}")
     print(f"MC_FEW_BLOCKS_COST = {{1: {p[5]:.2f}, 2: {p[6]:.2f}}}")
     for name, params in (("fitted", p), ("planner's current", None)):
-        rs = picks(rows, params)
+        rs = picks(f["rows"], params)
         g = math.exp(sum(math.log(v[2]) for v in rs.values()) / len(rs))
         worst = max(rs.items(), key=lambda kv: kv[1][2])
         print(f"{name}: pick / best measured, geomean {g:.3f}, worst {worst[1][2]:.3f} "

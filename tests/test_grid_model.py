@@ -73,3 +73,22 @@ def test_pick_is_the_planners(grid_check, seed):
     for plan, line in zip(layers, grid_check(qs)):
         tile, cs = map(int, line.split())
         assert (TILE[plan["W'x"]], plan["c_split"]) == (tile, cs), plan.reason
+
+
+def test_constants_are_the_fit_of_the_committed_sweep():
+    """MC_TILE_COST, MC_SPLIT_STEPS and MC_FEW_BLOCKS_COST are the least-squares fit of
+    benchmarks/results/sweeps/ (benchmarks/fit_grid_model.py), rounded as written."""
+    import importlib.util
+    pytest.importorskip("scipy")
+    spec = importlib.util.spec_from_file_location("fit_grid_model",
+                                                  ROOT / "benchmarks" / "fit_grid_model.py")
+    fgm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fgm)
+    f = fgm.fit([ROOT / "benchmarks" / "results" / "sweeps" /
+                 "grid-sweep-nvidia-h200-20261121-nhwc.txt"])
+    assert f["timings"] == 1118 and f["rms"] < 0.12
+    for name, digits in (("MC_TILE_COST", 2), ("MC_SPLIT_STEPS", 1), ("MC_FEW_BLOCKS_COST", 2)):
+        planner = getattr(pl, name)
+        assert set(f[name]) == set(planner)
+        for k, v in f[name].items():
+            assert planner[k] == pytest.approx(v, abs=0.5 * 10 ** -digits + 1e-9), (name, k, v)
