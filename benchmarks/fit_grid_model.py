@@ -25,8 +25,11 @@ import sys
 from jax_fastconv import planner as pl
 
 LINE = re.compile(r"^w(\d+)c(\d+) one \S+ N(\d+) C(\d+) (\d+)x(\d+) M(\d+) K(\d+) \S+\s+([\d.]+) us")
-BLOCKS = {128: 3, 64: 4, 32: 4}   # the planner's residency of the grid tiles on sm_90
-N_SM = 132
+H200 = pl.PRESETS["h200"]          # the machine the committed sweep ran on
+N_SM = H200.sm_count
+# the planner's residency (blocks per SM) of the grid tiles (M' = 64, S = 64 B) on that machine
+BLOCKS = {Wx: pl._mc_blocks_per_sm(H200, T, regs, pl._mc_shared_bytes(Wx, Mp, Se, st)[1])["b"]
+          for Wx, Mp, Se, T, st, regs in pl.MC_CONFIGS if Mp == 64 and Se == 16}
 
 
 def read(paths):

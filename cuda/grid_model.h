@@ -10,21 +10,23 @@
 namespace fastconv {
 namespace mc {
 
-// Tiles by index as in multi_channel.cu (0: 128x128, not on the grid model's menu).
-constexpr int kGridBM[4] = {128, 128, 64, 32};
+// The kernel's tiles by index (W'x = BM pixels, M' = BN filters); 0: 128x128, not on the grid
+// model's menu.  multi_channel.cu launches by these too.
+constexpr int kTileBM[4] = {128, 128, 64, 32};
+constexpr int kTileBN[4] = {128, 64, 64, 64};
 constexpr double kGridTileCost[4] = {1.0, 1.0, 1.24, 1.48};  // MC_TILE_COST
 constexpr double kGridSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
 constexpr int kGridBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
 constexpr int kGridSplits[5] = {1, 2, 4, 8, 16};
 
-inline long long grid_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 inline double grid_cost(long long tiles, long long steps, int tile, int cs, int sms) {
-  const long long per_sm = grid_cdiv(tiles * cs, sms);
-  const double rank = (double)grid_cdiv(steps, cs) + (cs > 1 ? kGridSplitSteps[tile] : 0.0);
+  const long long per_sm = cdiv(tiles * cs, sms);
+  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kGridSplitSteps[tile] : 0.0);
   const long long conc = per_sm < kGridBlocksPerSM[tile] ? per_sm : kGridBlocksPerSM[tile];
   const double few = conc == 1 ? 1.38 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
-  return kGridTileCost[tile] * (double)per_sm * rank * kGridBM[tile] / 128.0 * few;
+  return kGridTileCost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
 }
 
 struct GridPick {
@@ -41,7 +43,7 @@ inline GridPick grid_pick(long long P, long long M, long long steps, int sms,
   double best_cost = -1;
   for (int t = 1; t <= 3; ++t) {
     if (only_tile >= 1 && t != only_tile) continue;
-    const long long tiles = grid_cdiv(P, kGridBM[t]) * grid_cdiv(M, 64);
+    const long long tiles = cdiv(P, kTileBM[t]) * cdiv(M, kTileBN[t]);
     for (int cs : kGridSplits) {
       if (cs > max_split[t] || cs > steps) continue;
       const double c = grid_cost(tiles, steps, t, cs, sms);

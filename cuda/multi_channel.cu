@@ -592,8 +592,7 @@ struct Choice {
   int cs;    // cluster split
 };
 
-constexpr int kTileBM[4] = {128, 128, 64, 32};
-constexpr int kTileBN[4] = {128, 64, 64, 64};
+// kTileBM / kTileBN (the tiles by index) and cdiv: cuda/grid_model.h
 
 template <int BM, int BN, int BK, int TM, int TN, int ST>
 struct Inst {
@@ -663,8 +662,6 @@ static int max_cluster(int tile) {
   cached = res;
   return res;
 }
-
-static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) * p.KH * p.KW); }
 

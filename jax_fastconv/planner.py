@@ -62,9 +62,9 @@ Departures from the paper (each one deliberate; the paper mixes bytes and elemen
             x W'x / 128 x f(min(ceil(tiles x c_split / N_sm), b)),
    i.e. the blocks one SM runs, each for its share of the reduction plus a split rank's fixed
    cost s0 = MC_SPLIT_STEPS[W'x] of its steps (prologue, park, sum through distributed shared
-   memory), in steps of a 128-pixel tile; c_tile (MC_TILE_COST: smaller tiles do fewer FMAs per shared-memory
-   read) and f (MC_FEW_BLOCKS_COST: one or two blocks on an SM hide less latency than three)
-   are fitted to a sweep of every tile x split 1..8 (and 12, 16 for 32x64) on 43 paper layers
+   memory), in steps of a 128-pixel tile; c_tile (MC_TILE_COST: smaller tiles do fewer FMAs
+   per shared-memory read) and f (MC_FEW_BLOCKS_COST: one or two blocks on an SM hide less
+   latency than three) are fitted to a sweep of every tile x split 1..8 (and 12, 16 for 32x64) on 43 paper layers
    on an H200 (benchmarks/notes/multi_channel.md, round 9). Splits of 3, 5, 6, 7 are left out:
    their times jumped by up to 40% between neighbouring sizes (cluster placement on the
    GPCs), the powers of two did not. Splits need sm_90 (thread-block clusters: <= 8, 16 for
