@@ -6,6 +6,8 @@
 // large and many tiles (or taps) re-read them that costs more than the copy (H200, batch 1,
 // NCHW, kernel us native / staged: 28x28x128 K5 53.6 / 34.9, 14x14x256 K5 51.8 / 38.8,
 // 28x28x256 K3 58.5 / 48.8; small filters or a single pixel tile lose the copy's ~2.5 us).
+// K = 1 too, on enough pixel tiles: the rows are contiguous there but the loads 4-byte and
+// the B tile then takes 128 registers (4 blocks per SM; batch 32 NCHW 224x224x64 457 / 413).
 // The planner decides (plan[7], jax_fastconv/planner.py _mc_filter_staging); the launcher
 // checks the layout and the workspace size again and reads the filters in place when either
 // fails, so the flag can never make a result wrong.  (Staging an NCHW input as NHWC the same

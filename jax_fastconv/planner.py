@@ -100,7 +100,9 @@ WARP = 32
 # STAGES, registers per thread). Registers come from `nvcc -std=c++17 -O3 -gencode
 # arch=compute_90a,code=sm_90a -Xptxas -v -c cuda/multi_channel.cu` (the maximum over the
 # loader variants of that tile: 16-byte NHWC / 4-byte channel-fast / 4-byte pixel-fast with the
-# channel-major A tile of NCHW input, v5: 64x64/S64 128 regs from that one); keep
+# channel-major A tile of NCHW input, v5: 64x64/S64 128 regs from that one; the 128x64
+# instances with that A tile and the 16-byte filter loader are capped at 128 to run 4 blocks
+# per SM, measured faster (kernel min_blocks), the rest of the tile stays at 168); keep
 # them in sync with the kernel whenever it changes. They are sm_90 numbers, applied to every
 # preset (the planner models the kernel that runs, not a hypothetical Pascal build).
 MC_CONFIGS = (
@@ -135,8 +137,16 @@ MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 til
 # +0.5 to +2.1. The rule: stage when at least 2 pixel tiles re-read the filters and
 # KH*KW x pixel tiles x filter bytes >= MC_STAGE_FILTER_MIN (an estimate of the gather's extra
 # traffic; 7 of the 8 measured gains and all but 2 of the 11 small losses fall on the right side).
+# K = 1 (OIHW rows are then channel-contiguous, the gather 4-byte but not strided by taps):
+# pixel tiles x filter bytes >= MC_STAGE_FILTER_MIN_K1. Measured on an H200 (driver, NCHW/OIHW,
+# kernel us in place -> staged): batch 32 224x224x64 456.8 -> 413.1, 112x112x64 119.5 -> 110.8,
+# 56x56x128 104.2 -> 99.1, 28x28x256 94.9 -> 90.8, 14x14x512 89.1 -> 86.0, 7x7x512 38.4 ->
+# 36.0, batch 1 512x512x64 81.3 -> 77.0 (scores 33.5e6 to 205e6); losses at 12.8e6 and below
+# (b32 56x56x64 33.4 -> 34.4, 28x28x128 28.6 -> 30.4, b1 224x224x64 18.1 -> 21.3); b32
+# 14x14x256 (25.7e6) even.
 MC_STAGE_FILTERS = 2
 MC_STAGE_FILTER_MIN = 300e6
+MC_STAGE_FILTER_MIN_K1 = 30e6
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -337,12 +347,12 @@ def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
     """plan[7] for a multi-channel plan with W'x-pixel tiles: MC_STAGE_FILTERS or 0, and why."""
     d = spec.dims
     kk = d["KH"] * d["KW"]
-    if not _dense_oihw_filters(spec) or kk == 1:
+    if not _dense_oihw_filters(spec):
         return 0, ""
     tiles = _cdiv(d["N"] * d["OH"] * d["OW"], Wx)
     w_bytes = ELEM_BYTES * d["M"] * d["C"] * kk
     score = kk * tiles * w_bytes
-    if tiles < 2 or score < MC_STAGE_FILTER_MIN:
+    if tiles < 2 or score < (MC_STAGE_FILTER_MIN_K1 if kk == 1 else MC_STAGE_FILTER_MIN):
         return 0, ""
     return MC_STAGE_FILTERS, (f"the OIHW filters are copied to HWIO first ({tiles} pixel tiles "
                               f"x {kk} taps re-read {w_bytes} B of filters: the 4-byte OIHW gather "

@@ -197,7 +197,12 @@ H200 = hwm.PRESETS["h200"]
     ("NCHW", 1, 512, 7, 512, 3, 32, False),    # one pixel tile (5 x 5 outputs)
     ("NCHW", 1, 256, 14, 256, 3, 32, False),   # 9 x 5 x 2.4 MB = 106e6
     ("NCHW", 1, 64, 56, 64, 3, 32, False),     # 9 x 92 x 147 kB = 122e6
-    ("NCHW", 1, 512, 14, 512, 1, 32, False),   # K = 1: OIHW rows are channel-contiguous
+    # K = 1: pixel tiles x filter bytes >= 30e6 (OIHW rows are channel-contiguous)
+    ("NCHW", 1, 512, 14, 512, 1, 32, False),   # 7 x 1 MB
+    ("NCHW", 32, 64, 224, 64, 1, 128, True),   # 12544 x 16 kB = 205e6
+    ("NCHW", 1, 64, 512, 64, 1, 128, True),    # 2048 x 16 kB = 33.5e6
+    ("NCHW", 32, 64, 56, 64, 1, 128, False),   # 784 x 16 kB = 12.8e6
+    ("NCHW", 1, 64, 224, 64, 1, 128, False),   # 392 x 16 kB
     ("NHWC", 1, 512, 14, 512, 3, 32, False),   # HWIO filters: nothing to stage
     ("NCHW", 1, 512, 14, 510, 3, 32, False),   # M % 4 != 0: no 16-byte filter loads
 ])
