@@ -11,7 +11,8 @@
 //             variants (default nhwc).
 //   --one "N C HW M K XL/WL[/YL]" : time one VALID layer only (e.g. "1 512 14 512 3 NCHW/OIHW";
 //             output layout YL, default the input layout; plan from --plans when listed, else automatic),
-//             no correctness pass: for ncu and quick A/B runs.  Repeatable.
+//             no correctness pass: for ncu and quick A/B runs.  Repeatable.  With --no-time
+//             each is checked instead of timed (one launch pair: for compute-sanitizer).
 //   --stage F : OR the staging flags F (2: OIHW filters -> HWIO; cuda/filter_staging.cuh)
 //             into every layer case's plan[7] (random cases draw their own flags).
 //   DRV_STAGE_ONLY=1 with --one: also time the staging copy alone.
@@ -403,6 +404,12 @@ int main(int argc, char** argv) {
       cs.w_hwio = !strcmp(wl, "HWIO");
       if (got == 8) cs.y_nhwc = !strcmp(yl, "NHWC");  // "XL/WL/YL": output layout too
       apply_plan(cs);
+      if (!do_time) {  // --no-time: check this case instead of timing it (for the sanitizers)
+        CheckResult r = check_case(cs, rng);
+        printf("check %s %s rel %.2e%s\n", o.c_str(), r.desc.c_str(), r.rel, r.ok ? "" : " FAILED");
+        if (!r.ok) return 1;
+        continue;
+      }
       TimeResult t = time_case(cs, rng);
       ConvParams p = make_params(cs);
       double flop = 2.0 * p.N * p.M * p.OH * p.OW * p.C * p.KH * p.KW;
