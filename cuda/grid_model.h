@@ -18,6 +18,7 @@ constexpr double kGridTileCost[4] = {1.0, 1.0, 1.24, 1.48};  // MC_TILE_COST
 constexpr double kGridSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
 constexpr int kGridBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
 constexpr int kGridSplits[5] = {1, 2, 4, 8, 16};
+constexpr double kGridFewBlocksCost1 = 1.38, kGridFewBlocksCost2 = 1.12;  // MC_FEW_BLOCKS_COST
 
 inline long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
@@ -25,7 +26,7 @@ inline double grid_cost(long long tiles, long long steps, int tile, int cs, int 
   const long long per_sm = cdiv(tiles * cs, sms);
   const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kGridSplitSteps[tile] : 0.0);
   const long long conc = per_sm < kGridBlocksPerSM[tile] ? per_sm : kGridBlocksPerSM[tile];
-  const double few = conc == 1 ? 1.38 : conc == 2 ? 1.12 : 1.0;  // MC_FEW_BLOCKS_COST
+  const double few = conc == 1 ? kGridFewBlocksCost1 : conc == 2 ? kGridFewBlocksCost2 : 1.0;
   return kGridTileCost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
 }
 

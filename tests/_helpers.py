@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -265,3 +268,20 @@ def assert_partition(ranges, extent):
     assert ranges and all(lo < hi for lo, hi in ranges), ranges
     assert ranges[0][0] == 0 and ranges[-1][1] == extent
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), ranges
+
+
+# -- host builds of the CUDA headers' host-side code ------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_host_check(name: str, out_dir) -> Path:
+    """Builds tests/cuda/<name>.cc against cuda/ with the host C++ compiler (skips the test
+    when there is none) and returns the executable."""
+    import pytest
+    if shutil.which("c++") is None:
+        pytest.skip("no host C++ compiler")
+    exe = Path(out_dir) / name
+    subprocess.run(["c++", "-std=c++17", "-O2", "-I", str(ROOT / "cuda"), "-o", str(exe),
+                    str(ROOT / "tests" / "cuda" / f"{name}.cc")], check=True)
+    return exe

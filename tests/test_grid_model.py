@@ -2,28 +2,23 @@
 kernel's fallback for plans without a split (cuda/grid_model.h). Both must choose alike: the
 header is built with the host compiler and asked the same questions as the planner."""
 import random
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from _helpers import ROOT, build_host_check
 from jax_fastconv import hardware as hwm
 from jax_fastconv import planner as pl
 from jax_fastconv.spec import spec_from_logical
 
-ROOT = Path(__file__).resolve().parents[1]
 H200 = hwm.PRESETS["h200"]
 TILE = {128: 1, 64: 2, 32: 3}          # W'x -> the kernel's tile index
+RESIDENCY = {128: 3, 64: 4, 32: 4}     # cuda/grid_model.h kGridBlocksPerSM, by W'x
 
 
 @pytest.fixture(scope="module")
 def grid_check(tmp_path_factory):
-    if shutil.which("c++") is None:
-        pytest.skip("no host C++ compiler")
-    exe = tmp_path_factory.mktemp("grid") / "grid_model_check"
-    subprocess.run(["c++", "-std=c++17", "-O2", "-I", str(ROOT / "cuda"), "-o", str(exe),
-                    str(ROOT / "tests" / "cuda" / "grid_model_check.cc")], check=True)
+    exe = build_host_check("grid_model_check", tmp_path_factory.mktemp("grid"))
 
     def ask(lines):
         out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
@@ -38,7 +33,7 @@ def test_the_kernels_residency_is_the_planners():
         if Mp == 64 and Se == 16:
             _, shared = pl._mc_shared_bytes(Wx, Mp, Se, stages)
             b = pl._mc_blocks_per_sm(H200, T, regs, shared)["b"]
-            assert b == {128: 3, 64: 4, 32: 4}[Wx]
+            assert b == RESIDENCY[Wx]
 
 
 def test_cost_is_the_planners(grid_check):
@@ -50,7 +45,7 @@ def test_cost_is_the_planners(grid_check):
         qs.append((tiles, steps, Wx, cs, sms))
     got = grid_check([f"cost {t} {s} {TILE[w]} {c} {n}" for t, s, w, c, n in qs])
     for (t, s, w, c, n), line in zip(qs, got):
-        want = pl._mc_grid_cost(t, s, w, c, {128: 3, 64: 4, 32: 4}[w], n)
+        want = pl._mc_grid_cost(t, s, w, c, RESIDENCY[w], n)
         assert float(line) == pytest.approx(want, rel=1e-9), (t, s, w, c, n)
 
 
