@@ -37,7 +37,8 @@ struct ConvParams {
   //   kSingleChannel: [1, division (1: filters across blocks, rows in P pieces;
   //                    2: rows across blocks, filters in Q pieces), P, Q,
   //                    filters_per_block, rows_per_block, prefetch (1) / volume (0), threads]
-  //   kMultiChannel:  [2, S (elements of ch per segment), M', W'x, W'y, c_split, threads, 0]
+  //   kMultiChannel:  [2, S (elements of ch per segment), M', W'x, W'y, c_split, threads,
+  //                    flags (2: filters staged to HWIO, 4: 3xTF32 tensor cores)]
   int64_t plan[kPlanLen];
 
   FASTCONV_HD int64_t method() const { return plan[0]; }

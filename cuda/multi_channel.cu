@@ -25,7 +25,8 @@
 //          the 8x8 tiles with NHWC input, spread over segment s's k-pairs (SPREAD, measured).
 //   register blocking: each thread keeps a TM x TN (8x8 or 4x4) tile of outputs (pixels x
 //          filters) in registers; the inner loop is 2x float4 LDS of A + 2x float4 LDS of B per
-//          TM*TN FFMAs (plain fp32 FFMA, no tensor cores).
+//          TM*TN FFMAs (plain fp32 FFMA), or, where plan[7] & 4 asks for it (NHWC input, the
+//          128x64 and 64x64 tiles), 3xTF32 mma.sync on the tensor cores (see "Tensor cores").
 //   c_split (beyond the paper, plan[5]): when (N*OH*OW / W'x) * (M / M') tiles cannot fill the
 //          SMs (batch 1, small maps) the (segment, tap) reduction is split over CS blocks of one
 //          thread-block CLUSTER (gridDim.z = CS, cluster dims (1,1,CS), CS <= 8, 16 for 32x64).  Each block
@@ -70,6 +71,12 @@
 // Filter staging (plan[7] & 2, cuda/filter_staging.cuh): dense OIHW filters may first be copied
 // to HWIO in the call's workspace, where the planner measured the 4-byte OIHW gather to cost
 // more than the copy.
+// Tensor cores (plan[7] & 4, cuda/mma_3xtf32.cuh): the BM x 64 tiles' FFMAs replaced by 3xTF32
+// mma.sync, 2 x 2 warps of BM/2 pixels x 32 filters (BM/32 x 4 m16n8 tiles per warp: the same
+// TM x TN accumulators per thread), the stage's products summed in a fresh fragment and added
+// with FADD; loaders and ring unchanged, the output through the shared-memory park.  Only with
+// the 16-byte loaders of channel-contiguous input (the kernel's AM = 2) and the 16-byte filter
+// loader; the planner asks for it where it measured faster (planner.py MC_TENSOR_CORES).
 // Restrictions: stride 1 (else cudaErrorInvalidValue); the filter tensor must have fewer than
 // 2^31 elements (32-bit filter offsets; else cudaErrorInvalidValue).
 // ---------------------------------------------------------------------------------------------
@@ -84,11 +91,15 @@
 #include "launch_util.h"
 #include "filter_staging.cuh"
 #include "grid_model.h"
+#include "mma_3xtf32.cuh"
 
 namespace cg = cooperative_groups;
 
 namespace fastconv {
 namespace mc {
+
+// plan[7] bit of a multi-channel plan (with filter_staging.cuh's kStageFiltersHWIO = 2).
+constexpr int64_t kTensorCores = 4;  // 3xTF32 mma.sync instead of FFMA (the BM x 64 tiles)
 
 struct KArgs {
   const float* __restrict__ x;
@@ -174,7 +185,7 @@ constexpr int min_blocks() {
   return (BM == 128 && BN == 64 && AM == 0 && BV) ? 4 : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
 }
 
-template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV>
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA = false>
 __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
                                   (min_blocks<BM, BN, BK, TM, TN, STAGES, AM, BV>()))
     mc_kernel(const KArgs a) {
@@ -262,7 +273,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #ifndef MC_SPREAD  // -DMC_SPREAD=0: the whole-stage loader everywhere (A/B timing)
 #define MC_SPREAD 1
 #endif
-  constexpr bool SPREAD = MC_SPREAD && TM * TN == 64 && AM == 2;
+  constexpr bool SPREAD = !MMA && MC_SPREAD && TM * TN == 64 && AM == 2;
   auto load_stage = [&](int buf) {
     float* as = As + buf * G::A_STAGE;
     float* bs = Bs + buf * G::B_STAGE;
@@ -434,6 +445,53 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       wbuf = (wbuf + 1 == STAGES) ? 0 : wbuf + 1;
     }
 
+    if constexpr (MMA) {
+      static_assert(AM == 2 && BV && BN == 64 && NT == 128 && BM % 32 == 0 && BK % 8 == 0 &&
+                    TN % 4 == 0 && TM * TN * 32 == BM * 16, "tensor-core tiles");
+      // warp (warp / 2, warp % 2) owns pixels (warp / 2) * BM/2 .. + BM/2 - 1 and filters
+      // (warp % 2) * 32 .. + 31: MT m16 tiles x 4 n8 tiles; the stage's B fragments are split
+      // once, then per m16 tile its A fragments, and per n8 tile a fresh fragment sums the
+      // stage's K8 k-steps (3 products each) before one FADD per accumulator
+      constexpr int MT = BM / 32, K8 = BK / 8;
+      const int g = lane >> 2, t4 = lane & 3, mw = (warp >> 1) * (BM / 2), nw = (warp & 1) * 32;
+      const float* as = As + rbuf * G::A_STAGE;
+      const float* bs = Bs + rbuf * G::B_STAGE;
+      uint32_t bh[K8][4][2], bl[K8][4][2];
+#pragma unroll
+      for (int q = 0; q < K8; ++q)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            split_tf32(bs[(q * 8 + t4 + 4 * h) * LDB + nw + nt * 8 + g], bh[q][nt][h], bl[q][nt][h]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        uint32_t ah[K8][4], al[K8][4];
+#pragma unroll
+        for (int q = 0; q < K8; ++q)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const int m = mw + mt * 16 + g + 8 * (r & 1), k = q * 8 + t4 + 4 * (r >> 1);
+            split_tf32(as[m * LDAK + k], ah[q][r], al[q][r]);
+          }
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const int i0 = (mt * 4 + nt) * 4;  // accumulator of fragment element 0 (tile_row)
+          float* d = &acc[i0 / TN][i0 % TN];
+          float f[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int q = 0; q < K8; ++q) {
+            mma_tf32(f, al[q], bh[q][nt]);
+            mma_tf32(f, ah[q], bl[q][nt]);
+            mma_tf32(f, ah[q], bh[q][nt]);
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) d[e] += f[e];
+        }
+      }
+      rbuf = (rbuf + 1 == STAGES) ? 0 : rbuf + 1;
+      continue;
+    }
     if constexpr (KM) {
       const float* as = As + rbuf * G::A_STAGE + ty * 4;
       const float* bs = Bs + rbuf * G::B_STAGE + tx * 4;
@@ -500,6 +558,16 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     return KM ? (ii < 4 ? ty * 4 + ii : BM / 2 + ty * 4 + (ii - 4)) : ty + ii * TY;
   };
   auto fcol = [=](int jj) { return (jj < 4) ? tx * 4 + jj : BN / 2 + tx * 4 + (jj - 4); };
+  // Tensor cores: accumulator i = ii * TN + jj is element e = i % 4 of the warp's m16n8 tile
+  // (mt, nt) = (i / 16, i / 4 % 4): row g + 8 (e / 2), column 2 t + e % 2 of that tile.
+  auto tile_row = [=](int ii, int jj) {
+    const int i = ii * TN + jj;
+    return MMA ? (warp >> 1) * (BM / 2) + (i >> 4) * 16 + (lane >> 2) + 8 * ((i & 3) >> 1) : prow(ii);
+  };
+  auto tile_col = [=](int ii, int jj) {
+    const int i = ii * TN + jj;
+    return MMA ? (warp & 1) * 32 + ((i >> 2) & 3) * 8 + 2 * (lane & 3) + (i & 1) : fcol(jj);
+  };
   // Filter-contiguous output, no split: each thread's 4-filter runs are whole float4s of one
   // output pixel, and the 8 lanes of a warp row cover 128 contiguous bytes, so the tile goes
   // straight from registers to global memory (no park, no barrier, 1/4 the stores).  Not in
@@ -526,7 +594,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       return;
     }
   }
-  if (NT < 256 && a.y_vec == 1 && CS == 1) {
+  if (!MMA && NT < 256 && a.y_vec == 1 && CS == 1) {
 #pragma unroll
     for (int ii = 0; ii < TM; ++ii) {
       const long long ro = rowoff[prow(ii)];
@@ -550,14 +618,44 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   const int ym = a.y_mfast;
 #pragma unroll
   for (int ii = 0; ii < TM; ++ii) {
-    const int row = prow(ii);
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
-      const int col = fcol(jj);
+      const int row = tile_row(ii, jj), col = tile_col(ii, jj);
       Cs[ym ? row * LDC + col : col * LDP + row] = acc[ii][jj];
     }
   }
   constexpr int TILE = BM * BN;
+  if constexpr (MMA) {
+    // 3xTF32 turns inf x 0 into NaN where float32 FMAs keep inf (mma_3xtf32.cuh): a tile with
+    // any non-finite partial sum (a non-finite input, or an overflow) is recomputed with FFMAs
+    // over this block's share of the reduction, straight from global memory (slow, exact
+    // float32 semantics; finite data never takes this path)
+    bool bad = false;
+#pragma unroll
+    for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+      for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= 3.402823466e38f);
+    if (__syncthreads_or(bad)) {
+      for (int e = tid; e < TILE; e += NT) {
+        int p, n, ci;
+        if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
+        else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
+        const int2 ap = apix[p];  // out-of-range pixels: oh = 32767, every tap outside the map
+        float s = 0.f;
+        for (int it = it_begin; m0 + n < a.M && it < it_end; ++it) {
+          const int seg = it / KK, tap = it - seg * KK, kh = tap / a.KW, kw = tap - kh * a.KW;
+          const int dh = kh - a.pad_top, dw = kw - a.pad_left;
+          const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
+          if ((unsigned)ih >= (unsigned)a.H || (unsigned)iw >= (unsigned)a.W) continue;
+          const float* xp = a.x + (ap.x + dh * a.x_sh + dw * a.x_sw);
+          const float* wp = a.w + ((m0 + n) * a.w_so + kh * a.w_sh + kw * a.w_sw);
+          const int c_end = min(seg * BK + BK, a.C);
+          for (int c = seg * BK; c < c_end; ++c) s = fmaf(xp[c * a.x_sc], wp[c * a.w_si], s);
+        }
+        Cs[ci] = s;
+      }
+    }
+  }
   if (CS > 1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
     __trap();  // unreachable: the launcher uses clusters only on sm_90+ (max_cluster)
@@ -610,7 +708,10 @@ struct Choice {
 template <int BM, int BN, int BK, int TM, int TN, int ST>
 struct Inst {
   using G = Cfg<BM, BN, BK, TM, TN, ST>;
-  static KernelFn fn(int am, bool bv) {
+  static KernelFn fn(int am, bool bv, bool mma) {
+    if constexpr (BN == 64 && (BM == 128 || BM == 64)) {  // the tensor-core instances
+      if (mma && am == 2 && bv) return mc_kernel<BM, BN, BK, TM, TN, ST, 2, true, true>;
+    }
     if (am == 2)
       return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
     // am 0: channel-major A tile (pixel-contiguous input); am 1: pixel-major, 4-byte
@@ -621,11 +722,12 @@ struct Inst {
 };
 
 // The menu (keep jax_fastconv/planner.py MC_CONFIGS in sync: tile, BK, threads, STAGES).
-static void kernel_for(const Choice& ch, int am, bool bv, KernelFn* fn, int* nt, size_t* smem) {
+static void kernel_for(const Choice& ch, int am, bool bv, bool mma, KernelFn* fn, int* nt,
+                       size_t* smem) {
 #define MC_CASE(T, BK_, BM, BN, TM, TN, ST)              \
   if (ch.tile == T && ch.bk == BK_) {                     \
     using I = Inst<BM, BN, BK_, TM, TN, ST>;              \
-    *fn = I::fn(am, bv);                                  \
+    *fn = I::fn(am, bv, mma);                             \
     *nt = I::G::NT;                                       \
     *smem = I::G::SMEM;                                   \
     return;                                               \
@@ -654,7 +756,7 @@ static int max_cluster(int tile) {
   KernelFn fn = nullptr;
   int nt = 0;
   size_t smem = 0;
-  kernel_for(Choice{3, 16, 16}, 2, true, &fn, &nt, &smem);
+  kernel_for(Choice{3, 16, 16}, 2, true, false, &fn, &nt, &smem);
   if (fn && cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(1, 1, 16);
@@ -725,6 +827,7 @@ static Choice plan_config(const ConvParams& p, int sms) {
 
 static int g_vector = 1;        // drivers may turn the 16-byte loaders off (A/B timing)
 static int g_direct_store = 1;  // ... and the register-to-global output stores
+static int g_tensor_cores = -1;  // ... and force the tensor cores off (0) or on (1; -1: plan)
 
 // 16-byte loaders: A when the input is channel-contiguous (x_sc == 1), C % 4 == 0 and every
 // pixel offset is a multiple of 4 elements on a 16-byte aligned base; B when the filters are
@@ -740,9 +843,17 @@ static void loader_modes(const ConvParams& p, const float* x, const float* w, in
         p.w_sw % 4 == 0 && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
 }
 
+// The 3xTF32 tensor-core instances (plan[7] & kTensorCores): the 128x64 and 64x64 tiles with
+// the 16-byte loaders of channel-contiguous input and filters.
+static bool tensor_cores(const ConvParams& p, const Choice& ch, int am, bool bv) {
+  const bool asked = g_tensor_cores < 0 ? (p.plan[7] & kTensorCores) != 0 : g_tensor_cores > 0;
+  return asked && (ch.tile == 1 || ch.tile == 2) && am == 2 && bv;
+}
+
 }  // namespace mc
 
 void multi_channel_set_vector(int on) { mc::g_vector = on; }
+void multi_channel_set_tensor_cores(int mode) { mc::g_tensor_cores = mode; }
 void multi_channel_set_direct_store(int on) { mc::g_direct_store = on; }
 
 // Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
@@ -750,8 +861,17 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   DeviceInfo dev;
   if (current_device_info(&dev) != cudaSuccess) return 0;
   mc::Choice ch = mc::plan_config(p, dev.sms);
-  return snprintf(buf, len, "%dx%d/S%d/cs%d%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
-                  ch.bk, ch.cs, staged_filter_elems(p) ? "+w" : "");  // "+w": staged as HWIO
+  ConvParams q = p;  // the filter strides the kernel sees (HWIO when staged)
+  if (staged_filter_elems(p)) {
+    q.w_so = 1; q.w_si = p.M; q.w_sw = p.C * p.M; q.w_sh = p.KW * p.C * p.M;
+  }
+  int am = 0;
+  bool bv = false;
+  const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned
+  mc::loader_modes(q, aligned, aligned, &am, &bv);
+  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
+                  ch.bk, ch.cs, staged_filter_elems(p) ? "+w" : "",  // "+w": staged as HWIO
+                  mc::tensor_cores(q, ch, am, bv) ? "+tc" : "");     // "+tc": 3xTF32 MMA
 }
 
 namespace mc {
@@ -819,7 +939,8 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::loader_modes(p, x, w, &am, &bv);
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
-  const bool y_al = g_direct_store && ch.cs == 1 && (reinterpret_cast<uintptr_t>(y) & 15) == 0;
+  const bool tc = mc::tensor_cores(p, ch, am, bv);  // output through the park (tile order)
+  const bool y_al = !tc && g_direct_store && ch.cs == 1 && (reinterpret_cast<uintptr_t>(y) & 15) == 0;
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
           : (y_al && am == 0 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
@@ -828,7 +949,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::KernelFn fn = nullptr;
   int nt = 0;
   size_t smem = 0;
-  mc::kernel_for(ch, am, bv, &fn, &nt, &smem);
+  mc::kernel_for(ch, am, bv, tc, &fn, &nt, &smem);
   if (!fn) return cudaErrorInvalidValue;
   const void* fn_id = reinterpret_cast<const void*>(fn);
   if (smem > 48 * 1024) {

@@ -147,6 +147,17 @@ MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 til
 MC_STAGE_FILTERS = 2
 MC_STAGE_FILTER_MIN = 300e6
 MC_STAGE_FILTER_MIN_K1 = 30e6
+# Tensor cores (plan[7] bit 4, cuda/mma_3xtf32.cuh): the 128x64 and 64x64 tiles' FFMAs done as
+# 3xTF32 mma.sync (float32 accuracy: 2.2e-7 worst relative L2 error on paper-multi vs FFMA's
+# 8.1e-7), for channel-contiguous input (NHWC) and filter-contiguous (HWIO, or staged) filters.
+# Measured on an H200 (driver, same plans, time vs FFMA): NHWC 128x64 K3/K5 at batch 32
+# 0.86-0.95 (every row), 64x64 K3/K5 at batch 1 0.90-0.91; not taken: K = 1 (1.15-1.37: the
+# output loses the direct register stores), the 32x64 tile (0.90-1.06), NCHW input (the
+# channel-major A tile at 168 registers: 0.93-1.03; no instance).  Measured on sm_90 only.
+MC_TENSOR_CORES = 4
+MC_TENSOR_CORE_TILES = (128, 64)   # W'x of the M' = 64 tiles
+MC_TENSOR_CORE_MIN_TAPS = 9        # KH * KW (3x3 and 5x5 measured)
+MC_TENSOR_CORE_MIN_CC = (9, 0)
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -359,6 +370,23 @@ def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
                               f"costs more than the copy)")
 
 
+def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: bool) -> tuple[int, str]:
+    """plan[7]'s tensor-core bit for a W'x x M' tile: MC_TENSOR_CORES or 0, and why."""
+    d = spec.dims
+    if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or Mp != 64 or Wx not in MC_TENSOR_CORE_TILES
+            or d["KH"] * d["KW"] < MC_TENSOR_CORE_MIN_TAPS):
+        return 0, ""
+    # the kernel's 16-byte loaders: channel-contiguous input, filter-contiguous filters
+    xn, xc, xh, xw = spec.lhs_strides
+    wo, wi, wh, ww = spec.rhs_strides
+    x_vec = xc == 1 and all(v % 4 == 0 for v in (d["C"], xn, xh, xw))
+    w_vec = staged or (wo == 1 and all(v % 4 == 0 for v in (d["M"], wi, wh, ww)))
+    if not (x_vec and w_vec):
+        return 0, ""
+    return MC_TENSOR_CORES, ("3xTF32 on the tensor cores (mma.sync, float32 accuracy) instead "
+                             "of FFMA (measured faster for NHWC input, 3x3 and larger kernels)")
+
+
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:
     """float32 elements of the CUDA call's workspace result: the HWIO copy of the filters when
     plan[7] asks for it (the same size as cuda/filter_staging.cuh staged_filter_elems), else 0."""
@@ -499,7 +527,12 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
-    attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"], stage)
+    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage))
+    if tc_why:
+        why += f"; {tc_why}"
+    q.append(("tensor_cores", int(bool(tc))))
+    attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"],
+             stage | tc)
     return Plan("multi_channel", f"C > 1, stride 1: stride-fixed block (sec 3.2): {why}",
                 hw.name, tuple(q), tuple(int(a) for a in attrs))
 

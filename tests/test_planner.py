@@ -154,7 +154,7 @@ def test_multi_channel_h200_grid_model():
     #                                     cs2 1.24 x 3 x 20.9 x 0.5 = 38.87  <- the least
     #   32x64, 379 tiles (b = 4, s0 2.2): cs1 1.48 x 3 x 36 x 0.25 = 39.96
     plan = pl.make_plan(spec_from_logical(1, 64, 112, 112, 64, 3, 3, layout="NHWC"), H200)
-    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 2, 128, 0), plan.reason
+    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 2, 128, pl.MC_TENSOR_CORES), plan.reason
     assert plan["output_tiles"] == 190 and plan["c_split"] == 2
     assert "cost 39 vs 50 for 128x64 unsplit" in plan.reason
     assert pl._mc_grid_cost(190, 36, 64, 2, 4, 132) == pytest.approx(1.24 * 3 * 20.9 * 0.5)
@@ -222,6 +222,42 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
     plan = pl.make_plan(spec, H200)
     assert plan.kernel_attrs[7] == pl.MC_STAGE_FILTERS
     assert pl.workspace_elems(spec, plan) == 512 * 512 * 9
+
+
+@pytest.mark.parametrize("dn,N,C,H,M,K,tile,tc", [
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 3, 128, True),
+    (("NHWC", "HWIO", "NHWC"), 32, 256, 14, 256, 5, 128, True),
+    (("NHWC", "HWIO", "NHWC"), 1, 64, 112, 64, 3, 64, True),
+    (("NHWC", "OIHW", "NHWC"), 32, 64, 56, 64, 3, 128, True),     # staged to HWIO first
+    (("NHWC", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # the output layout is free
+    (("NHWC", "HWIO", "NHWC"), 1, 128, 28, 128, 3, 32, False),    # 32x64: not faster
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 1, 128, False),    # K = 1: slower
+    (("NCHW", "OIHW", "NCHW"), 32, 64, 56, 64, 3, 128, False),    # NCHW input: no instance
+    (("NCHW", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, False),
+    (("NHWC", "HWIO", "NHWC"), 32, 62, 56, 64, 3, 128, False),    # C % 4: 4-byte input loads
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 62, 3, 128, False),    # M % 4: 4-byte filter loads
+])
+def test_tensor_core_rule(dn, N, C, H, M, K, tile, tc):
+    def shape(layout, sizes):
+        return tuple(sizes[ch] for ch in layout)
+    lhs = shape(dn[0], dict(N=N, C=C, H=H, W=H))
+    rhs = shape(dn[1], dict(O=M, I=C, H=K, W=K))
+    spec = normalize(lhs, rhs, (1, 1), "VALID", dimension_numbers=dn)
+    plan = pl.make_plan(spec, H200)
+    assert plan.method == "multi_channel" and plan["W'x"] == tile, plan.reason
+    assert bool(plan.kernel_attrs[7] & pl.MC_TENSOR_CORES) == tc == bool(plan["tensor_cores"])
+    assert ("3xTF32 on the tensor cores" in plan.reason) == tc
+    assert plan.kernel_attrs[7] & pl.MC_STAGE_FILTERS == plan["filter_staging"]
+
+
+def test_tensor_cores_need_sm90_and_a_square_enough_kernel():
+    nhwc = ("NHWC", "HWIO", "NHWC")
+    spec = normalize((32, 56, 56, 64), (3, 3, 64, 64), (1, 1), "VALID", dimension_numbers=nhwc)
+    assert pl.make_plan(spec, H200).kernel_attrs[7] & pl.MC_TENSOR_CORES
+    assert not pl.make_plan(spec, hwm.PRESETS["gtx1080ti"]).kernel_attrs[7] & pl.MC_TENSOR_CORES
+    flat = normalize((32, 56, 56, 64), (1, 3, 64, 64), (1, 1), "VALID", dimension_numbers=nhwc)
+    plan = pl.make_plan(flat, H200)   # 1x3: 3 taps < MC_TENSOR_CORE_MIN_TAPS
+    assert plan.method == "multi_channel" and not plan.kernel_attrs[7] & pl.MC_TENSOR_CORES
 
 
 def test_no_workspace_outside_multi_channel():

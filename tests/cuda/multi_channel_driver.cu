@@ -17,6 +17,8 @@
 //             into every layer case's plan[7] (random cases draw their own flags).
 //   DRV_STAGE_ONLY=1 with --one: also time the staging copy alone.
 //   DRV_NO_DIRECT=1: output tiles always through shared memory (A/B of the register stores).
+//   DRV_TC=0 / 1: the 3xTF32 tensor-core instances never / wherever they exist (default: as
+//   plan[7] & 4 asks: the layer cases as planned, the --random cases draw it).
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -40,6 +42,7 @@ namespace fastconv {
 int multi_channel_describe(const ConvParams& p, char* buf, int len);
 void multi_channel_set_vector(int on);
 void multi_channel_set_direct_store(int on);
+void multi_channel_set_tensor_cores(int mode);
 }
 using fastconv::ConvParams;
 
@@ -317,6 +320,7 @@ static Case random_case(std::mt19937_64& rng) {
   c.y_nhwc = U(0, 1);
   c.plan[0] = 2;
   c.plan[7] = U(0, 1) * 2;  // filter staging (taken only where its preconditions hold)
+  c.plan[7] |= U(0, 1) * 4;  // tensor cores (likewise: 128x64 / 64x64, 16-byte loaders)
   int mode = U(0, 3);
   if (mode == 0) {
     for (int i = 1; i < 8; ++i) c.plan[i] = 0;  // auto
@@ -385,6 +389,7 @@ int main(int argc, char** argv) {
     }
   }
   if (getenv("DRV_NO_DIRECT")) fastconv::multi_channel_set_direct_store(0);  // A/B timing
+  if (getenv("DRV_TC")) fastconv::multi_channel_set_tensor_cores(atoi(getenv("DRV_TC")));
   std::mt19937_64 rng(seed);
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));

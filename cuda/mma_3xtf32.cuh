@@ -1,0 +1,40 @@
+// 3xTF32: float32 products on the TF32 tensor cores (mma.sync, sm_80+) at float32 accuracy.
+//
+// Each operand is split x = hi + lo with hi = tf32(x) and lo = tf32(x - hi) (round to nearest
+// both times), and a b ~= a_lo b_hi + a_hi b_lo + a_hi b_hi: the dropped a_lo b_lo and the
+// rounding of lo are ~2^-22 relative.  The tensor core's float32 accumulation truncates, and the
+// error grows with the number of MMAs summed into one fragment (accumulating a whole 1600-deep
+// reduction in place measured 1.1e-5 relative L2 error, H200); the multi-channel kernel
+// therefore sums only one stage's products in a fresh fragment and adds it to its float32
+// accumulators with FADD (round to nearest): 2.2e-7 worst on the paper-multi set, below FFMA's.
+//
+// Non-finite inputs: a_hi b_lo is NaN for an infinite a and an exact b (inf x 0), where float32
+// FMAs give inf; the kernel detects any non-finite accumulator and recomputes that tile with
+// FFMAs (multi_channel.cu, mc_kernel), so the answer keeps float32 semantics.
+#pragma once
+
+#include <cstdint>
+
+namespace fastconv {
+
+__device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
+  uint32_t h, l;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(h) : "f"(x));
+  const float r = x - __uint_as_float(h);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(l) : "f"(r));
+  hi = h;
+  lo = l;
+}
+
+// D = A B + D for one m16n8k8 TF32 tile (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, t = lane % 4:
+// A (16 x 8, row) a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+// B (8 x 8, col) b0 (k t, n g), b1 (k t+4, n g);
+// D d0 (g, 2t), d1 (g, 2t+1), d2 (g+8, 2t), d3 (g+8, 2t+1).
+__device__ __forceinline__ void mma_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+}  // namespace fastconv
