@@ -154,6 +154,9 @@ MC_STAGE_FILTER_MIN_K1 = 30e6
 # 0.86-0.95 (every row), 64x64 K3/K5 at batch 1 0.90-0.91; not taken: K = 1 (1.15-1.37: the
 # output loses the direct register stores), the 32x64 tile (0.90-1.06), NCHW input (the
 # channel-major A tile at 168 registers: 0.93-1.03; no instance).  Measured on sm_90 only.
+# The tensor-core 64x64 instances use 141 (S = 64 B) / 121 (32 B) registers, 3 blocks per SM
+# where MC_CONFIGS' FFMA ones run 4; tile and split stay the grid model's FFMA choice (the
+# measurements above are with those plans).
 MC_TENSOR_CORES = 4
 MC_TENSOR_CORE_TILES = (128, 64)   # W'x of the M' = 64 tiles
 MC_TENSOR_CORE_MIN_TAPS = 9        # KH * KW (3x3 and 5x5 measured)
