@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -24,6 +25,17 @@ CPU_TARGET = _ffi.CPU_TARGET    # "fastconv_conv2d_cpu"
 CUDA_TARGET = _ffi.CUDA_GRAPH_TARGET  # the default CUDA target (command-buffer compatible)
 HIGHEST = lax.Precision.HIGHEST
 RTOL = 1e-5                     # ||out - ref|| / ||ref|| in float32
+
+def skip_module_without_cuda():
+    """Skips the calling test module unless jax runs on a CUDA device and the CUDA extension
+    is built (the GPU test modules call it before anything that needs the device)."""
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"needs a CUDA device (jax backend is {jax.default_backend()!r})",
+                    allow_module_level=True)
+    if _ffi.cuda_module is None:
+        pytest.skip(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})",
+                    allow_module_level=True)
+
 
 # -- reference and error ---------------------------------------------------------------------
 

@@ -11,14 +11,10 @@ import jax
 import jax.numpy as jnp
 
 import jax_fastconv as fc
-from jax_fastconv import _ffi
 
-if jax.default_backend() != "gpu":
-    pytest.skip(f"needs a CUDA device (jax backend is {jax.default_backend()!r})",
-                allow_module_level=True)
-if _ffi.cuda_module is None:
-    pytest.skip(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})",
-                allow_module_level=True)
+from _helpers import skip_module_without_cuda
+
+skip_module_without_cuda()
 
 from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402

@@ -10,14 +10,10 @@ import pytest
 import jax
 
 import jax_fastconv as fc
-from jax_fastconv import _ffi
 
-if jax.default_backend() != "gpu":
-    pytest.skip(f"needs a CUDA device (jax backend is {jax.default_backend()!r})",
-                allow_module_level=True)
-if _ffi.cuda_module is None:
-    pytest.skip(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})",
-                allow_module_level=True)
+from _helpers import skip_module_without_cuda
+
+skip_module_without_cuda()
 
 from jax_fastconv import autotune, planner  # noqa: E402
 from _helpers import CUDA_TARGET, ConvConfig, assert_close, jit_checked, ref_conv  # noqa: E402
