@@ -88,13 +88,18 @@ inline cudaError_t launch_transpose_remap(const float* in, float* out, long long
 
 }  // namespace staging
 
+// The filter strides of the staged copy: dense HWIO (filter-fast).
+inline void set_hwio_filter_strides(ConvParams* q) {
+  q->w_so = 1; q->w_si = q->M; q->w_sw = q->C * q->M; q->w_sh = q->KW * q->C * q->M;
+}
+
 // Copies the dense OIHW filters *w to HWIO at ws and points q's filter strides and *w there.
 inline cudaError_t stage_filters(ConvParams* q, const float** w, float* ws, cudaStream_t stream) {
   const int64_t KK = q->KH * q->KW;
   cudaError_t err = staging::launch_transpose_remap(*w, ws, 1, q->M, q->C * KK, KK, q->C * q->M,
                                                     q->M, 0, stream);
   if (err != cudaSuccess) return err;
-  q->w_so = 1; q->w_si = q->M; q->w_sw = q->C * q->M; q->w_sh = q->KW * q->C * q->M;
+  set_hwio_filter_strides(q);
   *w = ws;
   return cudaSuccess;
 }

@@ -84,6 +84,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <cfloat>
 #include <cstdint>
 #include <cstdio>
 
@@ -616,6 +617,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   float* Cs = smem;
   constexpr int LDP = G::LDP;
   const int ym = a.y_mfast;
+  // tile element e -> its pixel row p, filter column n and slot ci in the park
+  auto park_slot = [=](int e, int& p, int& n, int& ci) {
+    if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
+    else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
+  };
 #pragma unroll
   for (int ii = 0; ii < TM; ++ii) {
 #pragma unroll
@@ -634,12 +640,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #pragma unroll
     for (int ii = 0; ii < TM; ++ii)
 #pragma unroll
-      for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= 3.402823466e38f);
+      for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= FLT_MAX);
     if (__syncthreads_or(bad)) {
       for (int e = tid; e < TILE; e += NT) {
         int p, n, ci;
-        if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
-        else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
+        park_slot(e, p, n, ci);
         const int2 ap = apix[p];  // out-of-range pixels: oh = 32767, every tap outside the map
         float s = 0.f;
         for (int it = it_begin; m0 + n < a.M && it < it_end; ++it) {
@@ -668,8 +673,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     const int e_end = min(TILE, e_beg + per);
     for (int e = e_beg + tid; e < e_end; e += NT) {
       int p, n, ci;
-      if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
-      else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
+      park_slot(e, p, n, ci);
       const long long ro = rowoff[p];
       if (ro >= 0 && m0 + n < a.M) {
         float s = 0.f;
@@ -686,8 +690,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     __syncthreads();
     for (int e = tid; e < TILE; e += NT) {
       int p, n, ci;
-      if (ym) { p = e / BN; n = e - p * BN; ci = p * LDC + n; }
-      else { n = e / BM; p = e - n * BM; ci = n * LDP + p; }
+      park_slot(e, p, n, ci);
       const long long ro = rowoff[p];
       if (ro >= 0 && m0 + n < a.M) a.y[ro + (long long)(m0 + n) * a.y_sc] = Cs[ci];
     }
@@ -862,9 +865,7 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   if (current_device_info(&dev) != cudaSuccess) return 0;
   mc::Choice ch = mc::plan_config(p, dev.sms);
   ConvParams q = p;  // the filter strides the kernel sees (HWIO when staged)
-  if (staged_filter_elems(p)) {
-    q.w_so = 1; q.w_si = p.M; q.w_sw = p.C * p.M; q.w_sh = p.KW * p.C * p.M;
-  }
+  if (staged_filter_elems(p)) set_hwio_filter_strides(&q);
   int am = 0;
   bool bv = false;
   const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned

@@ -88,8 +88,7 @@ def test_tensor_cores_keep_float32_semantics_for_non_finite_inputs(cfg):
     out = np.asarray(out, np.float64)
     pad = cfg.padding
     if isinstance(pad, str):
-        pad = tuple(lax_pad for lax_pad in jax.lax.padtype_to_pads(
-            (h, wd), (cfg.kh, cfg.kw), (1, 1), pad))
+        pad = tuple(jax.lax.padtype_to_pads((h, wd), (cfg.kh, cfg.kw), (1, 1), pad))
     ref = _numpy_nhwc_conv(x, w, pad)
     assert np.isnan(ref).any() and np.isinf(ref).any()  # the case exercises both
     np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
