@@ -90,6 +90,7 @@
 
 #include "kernels.h"
 #include "launch_util.h"
+#include "cp_async.cuh"
 #include "filter_staging.cuh"
 #include "grid_model.h"
 #include "mma_3xtf32.cuh"
@@ -118,24 +119,6 @@ struct KArgs {
   int y_vec;    // 16-byte stores straight from registers (no split): 1 filter-contiguous
                 // output, 2 pixel-contiguous output with whole aligned runs of 4 pixels
 };
-
-__device__ __forceinline__ void cp_async4(float* smem_ptr, const float* gptr, bool valid) {
-  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
-  int sz = valid ? 4 : 0;  // 0 -> zero-fill (padding, channel/filter tails)
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async16(float* smem_ptr, const float* gptr, bool valid) {
-  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
-  int sz = valid ? 16 : 0;  // 0 -> zero-fill (padding, channel/filter tails)
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 template <int BM, int BN, int BK, int TM, int TN, int STAGES>
 struct Cfg {

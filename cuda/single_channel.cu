@@ -71,6 +71,7 @@
 #include <cstdint>
 #include <algorithm>
 
+#include "cp_async.cuh"
 #include "fast_divide.h"
 #include "kernels.h"
 #include "launch_util.h"
@@ -105,7 +106,10 @@ struct SCArgs {
   int cpr;                   // column chunks (kTP wide) per tile row: ceil(CB / kTP)
   int items;                 // work items per tile: GM x RB x cpr (edge tiles skip some)
   int tiles32;               // ntiles < 2^31: tile decode by FastDiv
+  int in_vec;                // input rows staged in 16-byte copies (launch: see stage_input)
+  int w_vec;                 // filters staged in 16-byte copies (launch: see stage_filters)
   FastDiv fd_cpr, fd_rb, fd_gm, fd_ncb, fd_nrb, fd_n, fd_ng;
+  FastDiv fd_kk, fd_kw, fd_sw4;  // staging decode: taps, kernel width, 16-byte chunks per line
 };
 
 struct Tile {
@@ -141,23 +145,41 @@ __device__ __forceinline__ Tile decode(const SCArgs& a, long long t) {
   return r;
 }
 
-__device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool valid) {
-  const unsigned saddr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_size = valid ? 4 : 0;  // 0: nothing read, zero filled
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(saddr), "l"(gmem),
-               "r"(src_size)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
 // Input patch of tile (n, rb, cb): rows oh0 - pad_top + r, cols ow0 - pad_left + c, c < SW.
+// With in_vec (rows contiguous and 16-byte aligned: x_sw == 1, x_sh and x_sn multiples of 4,
+// an aligned base) and a patch that starts on a multiple of 4 columns, whole 16-byte chunks
+// are copied (zero-filled outside the map) and the lanes run over all lines x chunks at once:
+// the 4-byte copies of one warp per line cost ~20 instructions per element (ncu, H200), more
+// than the FFMAs of small tiles.
 __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a, const Tile& t,
                                             const float* __restrict__ x, float* s) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
   const long long ih0 = (long long)t.rb * a.RB - p.pad_top;
   const long long iw0 = (long long)t.cb * a.CB - p.pad_left;
   const float* xn = x + t.n * p.x_sn;
+  if (a.in_vec && (iw0 & 3) == 0) {
+    const int total = a.in_rows * (a.SW >> 2);
+    for (int e = threadIdx.x; e < total; e += blockDim.x) {
+      int c4;
+      const int r = int(a.fd_sw4.divmod(uint32_t(e), &c4));
+      const long long ih = ih0 + r, iw = iw0 + 4 * c4;
+      float* dst = s + r * a.SW + 4 * c4;
+      const bool row_ok = ih >= 0 && ih < p.H;
+      const float* src = xn + (row_ok ? ih : 0) * p.x_sh + iw;
+      if (row_ok && iw >= 0 && iw + 4 <= p.W) {
+        cp_async16(dst, src, true);
+      } else if (!row_ok || iw + 4 <= 0 || iw >= p.W) {
+        cp_async16(dst, x, false);  // wholly padding: zeros
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const bool ok = iw + q >= 0 && iw + q < p.W;
+          cp_async4(dst + q, ok ? src + q : x, ok);
+        }
+      }
+    }
+    return;
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
   for (int r = warp; r < a.in_rows; r += nwarps) {
     const long long ih = ih0 + r;
     const bool row_ok = ih >= 0 && ih < p.H;
@@ -173,20 +195,32 @@ __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a
 
 // Filters of group g as [gl][kh][kw][8]: the kTM = 8 filters a thread of filter group gl
 // uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile) lie together for
-// every tap, so the compute reads them at compile-time offsets; zeros past M.
+// every tap, so the compute reads them at compile-time offsets; zeros past M. Filled by runs
+// of 4 slots (gl, tap, half h) = 4 consecutive filters: one 16-byte copy with w_vec
+// (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies. The
+// run decode divides by launch constants: two runtime divisions per element were 16% of the
+// instructions of small tiles (ncu, b32 28x28 M512 K5, H200).
 __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs& a, int g,
                                               const float* __restrict__ w, float* s) {
-  const int KK = a.KH * a.KW;
-  const int total = KK * a.MB;
+  const int runs = a.GM * a.KH * a.KW * 2;
   const int m0 = g * a.MB, half = a.MB / 2;
-  for (int e = threadIdx.x; e < total; e += blockDim.x) {
-    const int k = e / a.MB, ml = e - k * a.MB;  // consecutive threads: consecutive filters
-    const int kh = k / a.KW, kw = k - kh * a.KW;
-    const int m = m0 + ml;
-    const bool ok = m < p.M;
-    const int hi = ml >= half, mm = ml - hi * half;
-    float* dst = s + ((mm >> 2) * KK + k) * kTM + (mm & 3) + 4 * hi;
-    cp_async4(dst, ok ? w + m * p.w_so + kh * p.w_sh + kw * p.w_sw : w, ok);
+  for (int e = threadIdx.x; e < runs; e += blockDim.x) {
+    const int t = e >> 1, h = e & 1;  // t = gl * KK + tap
+    int k, kw;
+    const int gl = int(a.fd_kk.divmod(uint32_t(t), &k));
+    const int kh = int(a.fd_kw.divmod(uint32_t(k), &kw));
+    const int m = m0 + gl * 4 + h * half;  // a multiple of 4
+    float* dst = s + t * kTM + 4 * h;
+    const float* src = w + m * p.w_so + kh * p.w_sh + kw * p.w_sw;
+    if (a.w_vec && m + 4 <= p.M) {
+      cp_async16(dst, src, true);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const bool ok = m + q < p.M;
+        cp_async4(dst + q, ok ? src + q * p.w_so : w, ok);
+      }
+    }
   }
 }
 
@@ -383,7 +417,7 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
   stage_input(p, a, cur, x, sin0);
   stage_filters(p, a, cur.g, w, sw0);
   cp_async_commit();
-  cp_async_wait_all();
+  cp_async_wait<0>();
   __syncthreads();
 
   int ic = 0, wc = 0;
@@ -401,7 +435,7 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
     }
     compute_tile<KH_T, KW_T, LAYOUT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     if (has_next) {
-      cp_async_wait_all();
+      cp_async_wait<0>();
       __syncthreads();
       ic ^= int(new_in);
       wc ^= int(new_w);
@@ -462,6 +496,10 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->fd_nrb = FastDiv(uint32_t(a->n_rb));
   a->fd_n = FastDiv(uint32_t(a->N));
   a->fd_ng = FastDiv(uint32_t(a->n_g));
+  a->fd_kk = FastDiv(uint32_t(p.KH * p.KW));
+  a->fd_kw = FastDiv(uint32_t(p.KW));
+  a->fd_sw4 = FastDiv(uint32_t(a->SW / 4));
+  a->in_vec = a->w_vec = 0;  // set at launch, from the buffers' alignment (staging_vectors)
 }
 
 // The planner's plan, taken exactly when every value is in the kernel's supported ranges
@@ -573,6 +611,15 @@ bool stores_aligned16(const ConvParams& p, const Resolved& r, const float* y) {
                        : rest && p.y_sw % 4 == 0;
 }
 
+// 16-byte staging copies: input lines contiguous with 16-byte aligned starts (the per-tile
+// patch origin is checked in the kernel), filters contiguous along m (HWIO) with 16-byte
+// aligned taps.
+void staging_vectors(const ConvParams& p, const float* x, const float* w, SCArgs* a) {
+  const auto al16 = [](const float* q) { return (reinterpret_cast<uintptr_t>(q) & 15) == 0; };
+  a->in_vec = al16(x) && p.x_sw == 1 && p.x_sh % 4 == 0 && p.x_sn % 4 == 0;
+  a->w_vec = al16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0;
+}
+
 cudaError_t check_params(const ConvParams& p) {
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
   if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0)
@@ -650,6 +697,7 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
   r.a.vec16 = stores_aligned16(p, r, y);
+  staging_vectors(p, x, w, &r.a);
   if (r.layout == 0) return dispatch_k<0>(p, r, dev, x, w, y, stream);
   return dispatch_k<1>(p, r, dev, x, w, y, stream);
 }

@@ -1,0 +1,27 @@
+// Asynchronous global -> shared copies (cp.async, sm_80+), shared by the convolution kernels.
+// A copy with valid == false reads nothing and zero-fills its destination (padding, tails).
+#pragma once
+
+namespace fastconv {
+
+__device__ __forceinline__ void cp_async4(float* smem_ptr, const float* gptr, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
+  const int sz = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
+               : "memory");
+}
+// 16 bytes; both addresses 16-byte aligned
+__device__ __forceinline__ void cp_async16(float* smem_ptr, const float* gptr, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
+  const int sz = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// wait until at most N committed groups are still in flight
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace fastconv
