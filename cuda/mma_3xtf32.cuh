@@ -17,13 +17,18 @@
 
 namespace fastconv {
 
+// hi = x rounded to TF32 to nearest (ties away from zero, as cvt.rna): half a TF32 ulp added to
+// the magnitude's bits, the 13 low bits dropped; lo = x - hi (exact) with the same half ulp
+// added and its low bits left for the tensor core, which reads only a TF32 operand's upper 19
+// bits. Same values as two cvt.rna.tf32.f32 for finite x, in 4 instructions instead of ~7
+// (cvt.rna is emulated on sm_90: add, |x| < inf test, select, mask; 44% of the tensor-core
+// instance's instructions were these splits, ncu, b32 28x28x256 K3 NHWC, H200). Non-finite x,
+// and |x| within half a TF32 ulp of FLT_MAX, give a non-finite hi or lo, hence a non-finite
+// accumulator, which the kernel's FFMA fallback recomputes.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
-  uint32_t h, l;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(h) : "f"(x));
-  const float r = x - __uint_as_float(h);
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(l) : "f"(r));
+  const uint32_t h = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
   hi = h;
-  lo = l;
+  lo = __float_as_uint(x - __uint_as_float(h)) + 0x1000u;
 }
 
 // D = A B + D for one m16n8k8 TF32 tile (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, t = lane % 4:
