@@ -25,8 +25,8 @@
 //          the 8x8 tiles with NHWC input, spread over segment s's k-pairs (SPREAD, measured).
 //   register blocking: each thread keeps a TM x TN (8x8 or 4x4) tile of outputs (pixels x
 //          filters) in registers; the inner loop is 2x float4 LDS of A + 2x float4 LDS of B per
-//          TM*TN FFMAs (plain fp32 FFMA), or, where plan[7] & 4 asks for it (NHWC input, the
-//          128x64 and 64x64 tiles), 3xTF32 mma.sync on the tensor cores (see "Tensor cores").
+//          TM*TN FFMAs (plain fp32 FFMA), or, where plan[7] & 4 asks for it (the M' = 64 tiles,
+//          3x3 and larger kernels), 3xTF32 mma.sync on the tensor cores (see "Tensor cores").
 //   c_split (beyond the paper, plan[5]): when (N*OH*OW / W'x) * (M / M') tiles cannot fill the
 //          SMs (batch 1, small maps) the (segment, tap) reduction is split over CS blocks of one
 //          thread-block CLUSTER (gridDim.z = CS, cluster dims (1,1,CS), CS <= 8, 16 for 32x64).  Each block
@@ -75,8 +75,9 @@
 // mma.sync, 2 x 2 warps of BM/2 pixels x 32 filters (BM/32 x 4 m16n8 tiles per warp: the same
 // TM x TN accumulators per thread), the stage's products summed in a fresh fragment and added
 // with FADD; loaders and ring unchanged, the output through the shared-memory park.  Only with
-// the 16-byte loaders of channel-contiguous input (the kernel's AM = 2) and the 16-byte filter
-// loader; the planner asks for it where it measured faster (planner.py MC_TENSOR_CORES).
+// the 16-byte filter loader and the 16-byte loader of channel-contiguous input (AM = 2) or the
+// channel-major tile of pixel-contiguous input (AM = 0); the planner asks for it where it
+// measured faster (planner.py MC_TENSOR_CORES).
 // Restrictions: stride 1 (else cudaErrorInvalidValue); the filter tensor must have fewer than
 // 2^31 elements (32-bit filter offsets; else cudaErrorInvalidValue).
 // ---------------------------------------------------------------------------------------------
@@ -164,14 +165,14 @@ struct Cfg {
 // 14x14x256 K3 179.5 -> 158.5, 14x14x512 K5 1127 -> 1040, 224x224x64 K1 408 -> 398, the other
 // 24 NCHW layers of that tile within +-1.1%.  The NHWC instances lose 4-12% at 128 registers
 // (the spread loader's live values) and spill without it: they stay at 3 blocks.
-template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV>
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA>
 constexpr int min_blocks() {
-  return (BM == 128 && BN == 64 && AM == 0 && BV) ? 4 : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
+  return (BM == 128 && BN == 64 && AM == 0 && BV && !MMA) ? 4 : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
 }
 
 template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA = false>
 __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
-                                  (min_blocks<BM, BN, BK, TM, TN, STAGES, AM, BV>()))
+                                  (min_blocks<BM, BN, BK, TM, TN, STAGES, AM, BV, MMA>()))
     mc_kernel(const KArgs a) {
   using G = Cfg<BM, BN, BK, TM, TN, STAGES>;
   constexpr int NT = G::NT, LDB = G::LDB, LDC = G::LDC, TY = G::TY;
@@ -181,7 +182,9 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // BM > BK), so shared memory per block, hence the planner's residency, is layout-independent.
   constexpr bool KM = AM == 0;
   constexpr int LDAK = AM == 2 ? G::LDAK : BK + 2;
-  constexpr int LDAM = BM + 4;
+  // (the tensor-core instances read the channel-major tile by (pixel g, channel t) lanes: a
+  // pitch of 8 mod 32 banks keeps those reads conflict-free)
+  constexpr int LDAM = (MMA && KM) ? BM + 8 : BM + 4;
   static_assert(!KM || BK * LDAM <= G::A_STAGE, "channel-major A stage fits the allocation");
   constexpr int EA = G::EA, EB = G::EB, KV = G::KV, EAV = G::EAV, EBV = G::EBV;
   extern __shared__ __align__(16) float smem[];
@@ -430,7 +433,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     }
 
     if constexpr (MMA) {
-      static_assert(AM == 2 && BV && BN == 64 && NT == 128 && BM % 32 == 0 && BK % 8 == 0 &&
+      static_assert((AM == 2 || KM) && BV && BN == 64 && NT == 128 && BM % 32 == 0 && BK % 8 == 0 &&
                     TN % 4 == 0 && TM * TN * 32 == BM * 16, "tensor-core tiles");
       // warp (warp / 2, warp % 2) owns pixels (warp / 2) * BM/2 .. + BM/2 - 1 and filters
       // (warp % 2) * 32 .. + 31: MT m16 tiles x 4 n8 tiles; the stage's B fragments are split
@@ -456,7 +459,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const int m = mw + mt * 16 + g + 8 * (r & 1), k = q * 8 + t4 + 4 * (r >> 1);
-            split_tf32(as[m * LDAK + k], ah[q][r], al[q][r]);
+            split_tf32(KM ? as[k * LDAM + m] : as[m * LDAK + k], ah[q][r], al[q][r]);
           }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
@@ -695,8 +698,9 @@ template <int BM, int BN, int BK, int TM, int TN, int ST>
 struct Inst {
   using G = Cfg<BM, BN, BK, TM, TN, ST>;
   static KernelFn fn(int am, bool bv, bool mma) {
-    if constexpr (BN == 64 && (BM == 128 || BM == 64)) {  // the tensor-core instances
+    if constexpr (BN == 64) {  // the tensor-core instances
       if (mma && am == 2 && bv) return mc_kernel<BM, BN, BK, TM, TN, ST, 2, true, true>;
+      if (mma && am == 0 && bv) return mc_kernel<BM, BN, BK, TM, TN, ST, 0, true, true>;
     }
     if (am == 2)
       return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
@@ -829,11 +833,11 @@ static void loader_modes(const ConvParams& p, const float* x, const float* w, in
         p.w_sw % 4 == 0 && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
 }
 
-// The 3xTF32 tensor-core instances (plan[7] & kTensorCores): the 128x64 and 64x64 tiles with
-// the 16-byte loaders of channel-contiguous input and filters.
+// The 3xTF32 tensor-core instances (plan[7] & kTensorCores): the M' = 64 tiles with the 16-byte
+// filter loader and the 16-byte (AM = 2) or channel-major (AM = 0) input tile.
 static bool tensor_cores(const ConvParams& p, const Choice& ch, int am, bool bv) {
   const bool asked = g_tensor_cores < 0 ? (p.plan[7] & kTensorCores) != 0 : g_tensor_cores > 0;
-  return asked && (ch.tile == 1 || ch.tile == 2) && am == 2 && bv;
+  return asked && ch.tile >= 1 && (am == 2 || am == 0) && bv;
 }
 
 }  // namespace mc

@@ -147,19 +147,21 @@ MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 til
 MC_STAGE_FILTERS = 2
 MC_STAGE_FILTER_MIN = 300e6
 MC_STAGE_FILTER_MIN_K1 = 30e6
-# Tensor cores (plan[7] bit 4, cuda/mma_3xtf32.cuh): the 128x64 and 64x64 tiles' FFMAs done as
-# 3xTF32 mma.sync (float32 accuracy: 2.2e-7 worst relative L2 error on paper-multi vs FFMA's
-# 8.1e-7), for channel-contiguous input (NHWC) and filter-contiguous (HWIO, or staged) filters.
-# Measured on an H200 (driver, same plans, time vs FFMA): NHWC 128x64 K3/K5 at batch 32
-# 0.86-0.95 (every row), 64x64 K3/K5 at batch 1 0.90-0.91; not taken: K = 1 (1.15-1.37: the
-# output loses the direct register stores), the 32x64 tile (0.90-1.06), NCHW input (the
-# channel-major A tile at 168 registers: 0.93-1.03; no instance).  Measured on sm_90 only.
-# The tensor-core 64x64 instances use 141 (S = 64 B) / 121 (32 B) registers, 3 blocks per SM
-# where MC_CONFIGS' FFMA ones run 4; tile and split stay the grid model's FFMA choice (the
-# measurements above are with those plans).
+# Tensor cores (plan[7] bit 4, cuda/mma_3xtf32.cuh): the M' = 64 tiles' FFMAs done as 3xTF32
+# mma.sync (float32 accuracy: 2.2e-7 worst relative L2 error on paper-multi vs FFMA's 8.1e-7),
+# with the 16-byte filter loader (HWIO filters, or OIHW ones staged to HWIO) and either input
+# loader that keeps a whole tile row in 16-byte or pixel-contiguous copies: channel-contiguous
+# input (NHWC, C % 4 == 0) or pixel-contiguous input (NCHW, channel-major A tile).  Measured on
+# an H200 (driver, the grid model's FFMA plans, time vs FFMA, session 9): NCHW 128x64 / 64x64 /
+# 32x64 K3/K5 0.83-0.97, NHWC 32x64 K3/K5 0.80-0.96; NHWC 128x64 / 64x64 0.87-0.96 of session
+# 8's tensor-core time, which was 0.86-0.97 of FFMA (the split in 4 instructions made the
+# difference; before it NCHW and 32x64 were not faster); not taken: K = 1
+# (1.15-1.37 with the older split: the output loses the direct register stores).  Registers:
+# 128x64 168 (3 blocks per SM; the NCHW FFMA instance runs 4), 64x64 <= 128, 32x64 <= 89; tile
+# and split stay the grid model's FFMA choice (the measurements are with those plans).  sm_90 only.
 MC_TENSOR_CORES = 4
-MC_TENSOR_CORE_TILES = (128, 64)   # W'x of the M' = 64 tiles
-MC_TENSOR_CORE_MIN_TAPS = 9        # KH * KW (3x3 and 5x5 measured)
+MC_TENSOR_CORE_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles
+MC_TENSOR_CORE_MIN_TAPS = 9            # KH * KW (3x3 and 5x5 measured)
 MC_TENSOR_CORE_MIN_CC = (9, 0)
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
@@ -379,15 +381,18 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
     if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or Mp != 64 or Wx not in MC_TENSOR_CORE_TILES
             or d["KH"] * d["KW"] < MC_TENSOR_CORE_MIN_TAPS):
         return 0, ""
-    # the kernel's 16-byte loaders: channel-contiguous input, filter-contiguous filters
+    # the kernel's input loaders (cuda/multi_channel.cu loader_modes): 16-byte copies of
+    # channel-contiguous input, or the channel-major tile of pixel-contiguous input; the
+    # 16-byte filter loader
     xn, xc, xh, xw = spec.lhs_strides
     wo, wi, wh, ww = spec.rhs_strides
     x_vec = xc == 1 and all(v % 4 == 0 for v in (d["C"], xn, xh, xw))
+    x_pixel_major = abs(xc) > abs(xw)
     w_vec = staged or (wo == 1 and all(v % 4 == 0 for v in (d["M"], wi, wh, ww)))
-    if not (x_vec and w_vec):
+    if not ((x_vec or x_pixel_major) and w_vec):
         return 0, ""
     return MC_TENSOR_CORES, ("3xTF32 on the tensor cores (mma.sync, float32 accuracy) instead "
-                             "of FFMA (measured faster for NHWC input, 3x3 and larger kernels)")
+                             "of FFMA (measured faster for 3x3 and larger kernels)")
 
 
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:

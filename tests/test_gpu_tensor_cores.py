@@ -1,7 +1,8 @@
-"""GPU tests of the multi-channel kernel's 3xTF32 tensor-core path (plan[7] & 4, NHWC input):
-float32 accuracy against lax HIGHEST, same bits on repeated runs, and float32 semantics for
-non-finite inputs (inf x 0 is NaN on the tensor cores: the kernel recomputes such tiles with
-FFMAs).  Marked `gpu`; skipped cleanly without a CUDA device or the CUDA extension.
+"""GPU tests of the multi-channel kernel's 3xTF32 tensor-core path (plan[7] & 4): float32
+accuracy against lax HIGHEST, same bits on repeated runs, and float32 semantics for non-finite
+inputs (inf x 0 is NaN on the tensor cores: the kernel recomputes such tiles with FFMAs), for
+channel-contiguous (NHWC) and pixel-contiguous (NCHW) input.  Marked `gpu`; skipped cleanly
+without a CUDA device or the CUDA extension.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from _helpers import CUDA_TARGET, ConvConfig, assert_close, jit_checked, ref_con
 
 pytestmark = pytest.mark.gpu
 
-# NHWC layers the H100/H200 plans put on the tensor cores: 64x64 and 128x64 tiles, S = 32 and
-# 64 B, cluster splits 1 to 4, M and C tails (C % 16 != 0, M % 64 != 0), odd padding.
+# Layers the H100/H200 plans put on the tensor cores: 128x64, 64x64 and 32x64 tiles, S = 32 and
+# 64 B, cluster splits 1 to 8, M and C tails (C % 16 != 0, M % 64 != 0), odd padding; NHWC input
+# (16-byte pixel-major A tile) and NCHW input (channel-major A tile) with HWIO or staged filters.
 TC = [
     ConvConfig(1, 64, 64, 112, 112, 3, 3, (1, 1), "VALID", "NHWC", 7001),          # 64x64 cs2
     ConvConfig(2, 36, 44, 40, 40, 3, 3, (1, 1), ((1, 0), (2, 1)), "NHWC", 7002),   # S32 cs4
@@ -29,7 +31,15 @@ TC = [
     ConvConfig(3, 24, 40, 48, 48, 5, 5, (1, 1), "SAME", "NHWC", 7004),             # 128x64
     ConvConfig(8, 64, 68, 56, 56, 3, 3, (1, 1), "SAME", "NHWC", 7005),
     ConvConfig(32, 64, 64, 56, 56, 3, 3, (1, 1), "VALID", "NHWC-OIHW-NCHW", 7006),  # staged
+    ConvConfig(1, 128, 128, 28, 28, 3, 3, (1, 1), "VALID", "NHWC", 7104),          # 32x64 cs8
+    ConvConfig(2, 36, 44, 20, 20, 3, 3, (1, 1), "SAME", "NHWC", 7106),             # 32x64 S32
+    ConvConfig(8, 64, 64, 56, 56, 3, 3, (1, 1), "SAME", "NCHW", 7100),             # 64x64 staged
+    ConvConfig(32, 64, 64, 56, 56, 3, 3, (1, 1), "VALID", "NCHW", 7101),           # 128x64
+    ConvConfig(4, 64, 64, 28, 28, 5, 5, (1, 1), "SAME", "NCHW", 7103),             # 64x64 cs8
+    ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW-HWIO-NHWC", 7108),  # 32x64
+    ConvConfig(3, 24, 40, 48, 48, 5, 5, (1, 1), "SAME", "NCHW-HWIO-NHWC", 7109),   # 128x64 S32
 ]
+NON_FINITE = [TC[i] for i in (0, 1, 3, 4, 7, 8, 11, 12)]
 
 
 @pytest.fixture(autouse=True)
@@ -74,22 +84,30 @@ def _numpy_nhwc_conv(x, w, padding):
     return out
 
 
-@pytest.mark.parametrize("cfg", TC[:2] + TC[3:5], ids=lambda c: c.id)
+def _to(layout, a, src):
+    """a (laid out as src) transposed to layout: both are strings of the same letters."""
+    return np.transpose(a, [src.index(ch) for ch in layout])
+
+
+@pytest.mark.parametrize("cfg", NON_FINITE, ids=lambda c: c.id)
 def test_tensor_cores_keep_float32_semantics_for_non_finite_inputs(cfg):
     _tensor_core_plan(cfg)
+    lhs_l, rhs_l, out_l = cfg.dimension_numbers()
     x, w = cfg.arrays()
     x = np.array(x)
-    n, h, wd, c = x.shape
+    n, h, wd, c = _to("NHWC", x, lhs_l).shape
     rng = np.random.default_rng(cfg.seed)
-    x[0, rng.integers(h), rng.integers(wd), rng.integers(c)] = np.inf
-    x[-1, rng.integers(h), rng.integers(wd), rng.integers(c)] = -np.inf
-    x[0, h // 2, wd // 2, 0] = np.nan
+    at = [(0, rng.integers(h), rng.integers(wd), rng.integers(c), np.inf),
+          (n - 1, rng.integers(h), rng.integers(wd), rng.integers(c), -np.inf),
+          (0, h // 2, wd // 2, 0, np.nan)]
+    for i, y, z, ch_, v in at:  # logical (n, h, w, c) positions
+        x[tuple(dict(N=i, H=y, W=z, C=ch_)[ch] for ch in lhs_l)] = v
     out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    out = np.asarray(out, np.float64)
+    out = _to("NHWC", np.asarray(out, np.float64), out_l)
     pad = cfg.padding
     if isinstance(pad, str):
         pad = tuple(jax.lax.padtype_to_pads((h, wd), (cfg.kh, cfg.kw), (1, 1), pad))
-    ref = _numpy_nhwc_conv(x, w, pad)
+    ref = _numpy_nhwc_conv(_to("NHWC", x, lhs_l), _to("HWIO", np.asarray(w), rhs_l), pad)
     assert np.isnan(ref).any() and np.isinf(ref).any()  # the case exercises both
     np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
     np.testing.assert_array_equal(np.isposinf(out), np.isposinf(ref))
@@ -99,8 +117,13 @@ def test_tensor_cores_keep_float32_semantics_for_non_finite_inputs(cfg):
     assert err <= 1e-5, f"{cfg.id}: finite outputs relative error {err:.2e}"
 
 
-def test_nchw_input_stays_on_ffma():
-    cfg = ConvConfig(8, 64, 64, 56, 56, 3, 3, (1, 1), "SAME", "NCHW", 7100)
+def test_unstaged_oihw_filters_stay_on_ffma():
+    # NCHW input with OIHW filters the planner does not stage: the 4-byte filter loader has no
+    # tensor-core instance
+    cfg = ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7102)
     ex = cfg.explain()
     assert ex.plan.method == "multi_channel" and not ex.plan.kernel_attrs[7] & planner.MC_TENSOR_CORES
     assert "3xTF32" not in ex.reason
+    x, w = cfg.arrays()
+    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)

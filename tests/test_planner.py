@@ -230,10 +230,11 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
     (("NHWC", "HWIO", "NHWC"), 1, 64, 112, 64, 3, 64, True),
     (("NHWC", "OIHW", "NHWC"), 32, 64, 56, 64, 3, 128, True),     # staged to HWIO first
     (("NHWC", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # the output layout is free
-    (("NHWC", "HWIO", "NHWC"), 1, 128, 28, 128, 3, 32, False),    # 32x64: not faster
+    (("NHWC", "HWIO", "NHWC"), 1, 128, 28, 128, 3, 32, True),     # the 32x64 tile
     (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 1, 128, False),    # K = 1: slower
-    (("NCHW", "OIHW", "NCHW"), 32, 64, 56, 64, 3, 128, False),    # NCHW input: no instance
-    (("NCHW", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, False),
+    (("NCHW", "OIHW", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # channel-major tile, staged
+    (("NCHW", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),
+    (("NCHW", "OIHW", "NCHW"), 1, 128, 28, 128, 3, 32, False),    # OIHW not staged: 4-byte B
     (("NHWC", "HWIO", "NHWC"), 32, 62, 56, 64, 3, 128, False),    # C % 4: 4-byte input loads
     (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 62, 3, 128, False),    # M % 4: 4-byte filter loads
 ])
