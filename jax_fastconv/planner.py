@@ -163,6 +163,11 @@ MC_TENSOR_CORES = 4
 MC_TENSOR_CORE_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles
 MC_TENSOR_CORE_MIN_TAPS = 9            # KH * KW (3x3 and 5x5 measured)
 MC_TENSOR_CORE_MIN_CC = (9, 0)
+# K = 1 (fewer taps) only with a long reduction on a full, unsplit grid: batch-32 1x1 layers,
+# driver, TC / FFMA time (session 9): C >= 256 0.86-0.96 (28x28x256, 14x14x256, 14x14x512,
+# 7x7x512, both layouts), C = 128 1.00-1.07, C = 64 1.20-1.29 (4-8 stages cannot amortize the
+# park epilogue); grids of fewer tiles than SMs or with a split (batch 1) not measured.
+MC_TENSOR_CORE_MIN_C_1X1 = 256
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -375,11 +380,15 @@ def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
                               f"costs more than the copy)")
 
 
-def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: bool) -> tuple[int, str]:
+def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: bool,
+                     tiles: int, c_split: int) -> tuple[int, str]:
     """plan[7]'s tensor-core bit for a W'x x M' tile: MC_TENSOR_CORES or 0, and why."""
     d = spec.dims
+    taps = d["KH"] * d["KW"]
+    long_1x1 = (taps == 1 and d["C"] >= MC_TENSOR_CORE_MIN_C_1X1 and c_split == 1
+                and tiles >= hw.sm_count)
     if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or Mp != 64 or Wx not in MC_TENSOR_CORE_TILES
-            or d["KH"] * d["KW"] < MC_TENSOR_CORE_MIN_TAPS):
+            or (taps < MC_TENSOR_CORE_MIN_TAPS and not long_1x1)):
         return 0, ""
     # the kernel's input loaders (cuda/multi_channel.cu loader_modes): 16-byte copies of
     # channel-contiguous input, or the channel-major tile of pixel-contiguous input; the
@@ -392,7 +401,8 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
     if not ((x_vec or x_pixel_major) and w_vec):
         return 0, ""
     return MC_TENSOR_CORES, ("3xTF32 on the tensor cores (mma.sync, float32 accuracy) instead "
-                             "of FFMA (measured faster for 3x3 and larger kernels)")
+                             "of FFMA (measured faster for 3x3 and larger kernels, and 1x1 ones "
+                             f"with >= {MC_TENSOR_CORE_MIN_C_1X1} channels)")
 
 
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:
@@ -535,7 +545,7 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
-    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage))
+    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage), c["tiles"], c_split)
     if tc_why:
         why += f"; {tc_why}"
     q.append(("tensor_cores", int(bool(tc))))

@@ -22,8 +22,9 @@ from _helpers import CUDA_TARGET, ConvConfig, assert_close, jit_checked, ref_con
 pytestmark = pytest.mark.gpu
 
 # Layers the H100/H200 plans put on the tensor cores: 128x64, 64x64 and 32x64 tiles, S = 32 and
-# 64 B, cluster splits 1 to 8, M and C tails (C % 16 != 0, M % 64 != 0), odd padding; NHWC input
-# (16-byte pixel-major A tile) and NCHW input (channel-major A tile) with HWIO or staged filters.
+# 64 B, cluster splits 1 to 8, M and C tails (C % 16 != 0, M % 64 != 0), odd padding, 1x1
+# kernels with >= 256 channels; NHWC input (16-byte pixel-major A tile) and NCHW input
+# (channel-major A tile) with HWIO or staged filters.
 TC = [
     ConvConfig(1, 64, 64, 112, 112, 3, 3, (1, 1), "VALID", "NHWC", 7001),          # 64x64 cs2
     ConvConfig(2, 36, 44, 40, 40, 3, 3, (1, 1), ((1, 0), (2, 1)), "NHWC", 7002),   # S32 cs4
@@ -38,6 +39,8 @@ TC = [
     ConvConfig(4, 64, 64, 28, 28, 5, 5, (1, 1), "SAME", "NCHW", 7103),             # 64x64 cs8
     ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW-HWIO-NHWC", 7108),  # 32x64
     ConvConfig(3, 24, 40, 48, 48, 5, 5, (1, 1), "SAME", "NCHW-HWIO-NHWC", 7109),   # 128x64 S32
+    ConvConfig(32, 256, 256, 28, 28, 1, 1, (1, 1), "VALID", "NHWC", 7110),         # 1x1, C 256
+    ConvConfig(32, 512, 512, 7, 7, 1, 1, (1, 1), "VALID", "NCHW", 7111),           # 1x1 32x64
 ]
 NON_FINITE = [TC[i] for i in (0, 1, 3, 4, 7, 8, 11, 12)]
 

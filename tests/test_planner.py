@@ -231,7 +231,12 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
     (("NHWC", "OIHW", "NHWC"), 32, 64, 56, 64, 3, 128, True),     # staged to HWIO first
     (("NHWC", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # the output layout is free
     (("NHWC", "HWIO", "NHWC"), 1, 128, 28, 128, 3, 32, True),     # the 32x64 tile
-    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 1, 128, False),    # K = 1: slower
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 1, 128, False),    # K = 1, C = 64: slower
+    (("NHWC", "HWIO", "NHWC"), 32, 128, 56, 128, 1, 128, False),  # K = 1, C = 128: slower
+    (("NHWC", "HWIO", "NHWC"), 32, 256, 28, 256, 1, 128, True),   # K = 1, C >= 256: faster
+    (("NCHW", "OIHW", "NCHW"), 32, 512, 7, 512, 1, 32, True),     # ... staged, 32x64
+    (("NHWC", "HWIO", "NHWC"), 1, 256, 28, 256, 1, 32, False),    # ... fewer tiles than SMs
+    (("NHWC", "HWIO", "NHWC"), 1, 512, 14, 512, 1, 32, False),    # ... split grid
     (("NCHW", "OIHW", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # channel-major tile, staged
     (("NCHW", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),
     (("NCHW", "OIHW", "NCHW"), 1, 128, 28, 128, 3, 32, False),    # OIHW not staged: 4-byte B
