@@ -6,11 +6,16 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <utility>
 
 namespace fastconv {
+
+// Whether a buffer starts 16-byte aligned (what the kernels' 16-byte loads, copies and stores
+// need of it).
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 struct DeviceInfo {
   int device = 0, sms = 0, smem_optin = 0, cc_major = 0;

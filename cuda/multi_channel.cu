@@ -827,10 +827,10 @@ static int g_tensor_cores = -1;  // ... and force the tensor cores off (0) or on
 static void loader_modes(const ConvParams& p, const float* x, const float* w, int* am, bool* bv) {
   const bool acf = llabs(p.x_sc) <= llabs(p.x_sw);
   const bool avec = g_vector && p.x_sc == 1 && p.C % 4 == 0 && p.x_sw % 4 == 0 &&
-                    p.x_sh % 4 == 0 && p.x_sn % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+                    p.x_sh % 4 == 0 && p.x_sn % 4 == 0 && aligned16(x);
   *am = avec ? 2 : (acf ? 1 : 0);
   *bv = (avec || *am == 0) && g_vector && p.w_so == 1 && p.M % 4 == 0 && p.w_si % 4 == 0 && p.w_sh % 4 == 0 &&
-        p.w_sw % 4 == 0 && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+        p.w_sw % 4 == 0 && aligned16(w);
 }
 
 // The 3xTF32 tensor-core instances (plan[7] & kTensorCores): the M' = 64 tiles with the 16-byte
@@ -873,7 +873,7 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
   // Filter staging (plan[7], filter_staging.cuh): only with a large enough workspace.
   const int64_t need = staged_filter_elems(p);
   if (need == 0 || workspace == nullptr || workspace_elems < need ||
-      (reinterpret_cast<uintptr_t>(workspace) & 15) != 0 || p.stride_h != 1 || p.stride_w != 1)
+      !aligned16(workspace) || p.stride_h != 1 || p.stride_w != 1)
     return mc::launch_native(p, x, w, y, stream);
   ConvParams q = p;
   const cudaError_t err = stage_filters(&q, &w, workspace, stream);
@@ -928,7 +928,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
   const bool tc = mc::tensor_cores(p, ch, am, bv);  // output through the park (tile order)
-  const bool y_al = !tc && g_direct_store && ch.cs == 1 && (reinterpret_cast<uintptr_t>(y) & 15) == 0;
+  const bool y_al = !tc && g_direct_store && ch.cs == 1 && aligned16(y);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
           : (y_al && am == 0 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&

@@ -605,7 +605,7 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
 // the strides of the axes a store does not run along are multiples of 4 floats (tile
 // origins, filter groups and column chunks are multiples of 4 by construction).
 bool stores_aligned16(const ConvParams& p, const Resolved& r, const float* y) {
-  if (!r.a.vec || (reinterpret_cast<uintptr_t>(y) & 15) != 0) return false;
+  if (!r.a.vec || !aligned16(y)) return false;
   const bool rest = p.y_sn % 4 == 0 && p.y_sh % 4 == 0;
   return r.layout == 0 ? rest && p.y_sc % 4 == 0 && (r.a.n_cb == 1 || r.a.CB % 4 == 0)
                        : rest && p.y_sw % 4 == 0;
@@ -615,9 +615,8 @@ bool stores_aligned16(const ConvParams& p, const Resolved& r, const float* y) {
 // patch origin is checked in the kernel), filters contiguous along m (HWIO) with 16-byte
 // aligned taps.
 void staging_vectors(const ConvParams& p, const float* x, const float* w, SCArgs* a) {
-  const auto al16 = [](const float* q) { return (reinterpret_cast<uintptr_t>(q) & 15) == 0; };
-  a->in_vec = al16(x) && p.x_sw == 1 && p.x_sh % 4 == 0 && p.x_sn % 4 == 0;
-  a->w_vec = al16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0;
+  a->in_vec = aligned16(x) && p.x_sw == 1 && p.x_sh % 4 == 0 && p.x_sn % 4 == 0;
+  a->w_vec = aligned16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0;
 }
 
 cudaError_t check_params(const ConvParams& p) {
