@@ -132,7 +132,7 @@ MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 til
 # the kernel reads S channels of M' filters at one tap, KH*KW floats apart in OIHW: a 4-byte
 # gather, one 32-byte sector per word, repeated by every pixel tile. Measured on an H200 (batch
 # 1, NCHW, kernel us native -> staged): 28x28x128 K5 53.6 -> 34.9, 14x14x256 K5 51.8 -> 38.8,
-# 28x28x256 K3 58.5 -> 48.8, 14x14x512 K3 61.3 -> 56.1; losses (the copy, ~2.5 us at least):
+# 28x28x256 K3 58.5 -> 48.8, 14x14x512 K3 61.3 -> 56.1; losses (the copy then, 4-byte, ~2.5 us at least):
 # 7x7x512 K3 (one pixel tile) 19.6 -> 29.0, 14x14x256 K3 16.9 -> 19.1, 64-channel maps K3
 # +0.5 to +2.1. The rule: stage when at least 2 pixel tiles re-read the filters and
 # KH*KW x pixel tiles x filter bytes >= MC_STAGE_FILTER_MIN (an estimate of the gather's extra
@@ -144,6 +144,12 @@ MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 til
 # 36.0, batch 1 512x512x64 81.3 -> 77.0 (scores 33.5e6 to 205e6); losses at 12.8e6 and below
 # (b32 56x56x64 33.4 -> 34.4, 28x28x128 28.6 -> 30.4, b1 224x224x64 18.1 -> 21.3); b32
 # 14x14x256 (25.7e6) even.
+# Staging also wherever it lets the tensor cores run (the 3xTF32 path reads HWIO filters only):
+# H200, driver, NCHW/OIHW, batch 1, as planned (FFMA, in place) -> staged + tensor cores, with the
+# 16-byte transpose (26 MB of filters in 15 us, 2.1 us for small ones; session 11): 28x28x256
+# K3 37.5 -> 30.3 us, 56x56x128 K3 37.8 -> 30.9, 112x112x64 K3 38.2 -> 33.1, 14x14x256 K3 17.2
+# -> 15.1, 28x28x128 K3 15.9 -> 13.7, 56x56x64 K3 15.4 -> 14.1, 7x7x512 K5 69.2 -> 43.5,
+# 7x7x512 K3 19.7 -> 19.9; batch 32 14x14x256 K1 30.0 -> 27.8.
 MC_STAGE_FILTERS = 2
 MC_STAGE_FILTER_MIN = 300e6
 MC_STAGE_FILTER_MIN_K1 = 30e6
@@ -542,10 +548,16 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         ("channels_per_split", _cdiv(C, c_split)),
         ("grid_cost", round(grid_cost, 1))]
     stage, stage_why = _mc_filter_staging(spec, c["Wx"])
+    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage), c["tiles"], c_split)
+    if not stage and _dense_oihw_filters(spec):
+        # staged filters let the tensor cores run where OIHW ones keep FFMA (MC_STAGE_FOR_TC)
+        tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], True, c["tiles"], c_split)
+        if tc:
+            stage, stage_why = MC_STAGE_FILTERS, ("the OIHW filters are copied to HWIO first "
+                                                  "(the tensor cores' 16-byte filter loads)")
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
-    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage), c["tiles"], c_split)
     if tc_why:
         why += f"; {tc_why}"
     q.append(("tensor_cores", int(bool(tc))))

@@ -41,6 +41,10 @@ TC = [
     ConvConfig(3, 24, 40, 48, 48, 5, 5, (1, 1), "SAME", "NCHW-HWIO-NHWC", 7109),   # 128x64 S32
     ConvConfig(32, 256, 256, 28, 28, 1, 1, (1, 1), "VALID", "NHWC", 7110),         # 1x1, C 256
     ConvConfig(32, 512, 512, 7, 7, 1, 1, (1, 1), "VALID", "NCHW", 7111),           # 1x1 32x64
+    # NCHW/OIHW layers whose filters are staged only so that the tensor cores can run
+    ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7102),   # 32x64 S32
+    ConvConfig(1, 128, 128, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 7112),          # 32x64 cs8
+    ConvConfig(1, 60, 64, 9, 9, 5, 5, (1, 1), "SAME", "NCHW", 7113),               # cs16, C % 8
 ]
 NON_FINITE = [TC[i] for i in (0, 1, 3, 4, 7, 8, 11, 12)]
 
@@ -121,11 +125,12 @@ def test_tensor_cores_keep_float32_semantics_for_non_finite_inputs(cfg):
 
 
 def test_unstaged_oihw_filters_stay_on_ffma():
-    # NCHW input with OIHW filters the planner does not stage: the 4-byte filter loader has no
-    # tensor-core instance
-    cfg = ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7102)
+    # OIHW filters the planner cannot stage (M % 4 != 0: the HWIO copy's 16-byte rows): the
+    # 4-byte filter loader has no tensor-core instance
+    cfg = ConvConfig(2, 40, 38, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7102)
     ex = cfg.explain()
     assert ex.plan.method == "multi_channel" and not ex.plan.kernel_attrs[7] & planner.MC_TENSOR_CORES
+    assert not ex.plan.kernel_attrs[7] & planner.MC_STAGE_FILTERS
     assert "3xTF32" not in ex.reason
     x, w = cfg.arrays()
     out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)

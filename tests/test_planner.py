@@ -163,8 +163,9 @@ def test_multi_channel_h200_grid_model():
     # b1 7x7x512 K3 VALID: P = 25, 8 tiles of every size, 32 x 9 = 288 steps: 32x64 with the
     # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 2.2 steps: 1.48 x 20.2 x 0.25 x
     # 1.38 = 10.3 (split 8: 19.5; 128x64 split 8: 56.2).
+    # (NCHW/OIHW: filters staged to HWIO for the tensor cores, plan[7] = 2 | 4)
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), H200)
-    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 0), plan.reason
+    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 6), plan.reason
     assert plan["steps_per_rank"] == 18 and "beyond the paper" in plan.reason
     # big layers: the paper's tile unsplit stands (grid_cost is its cost, no grid text)
     plan = pl.make_plan(spec_from_logical(32, 64, 112, 112, 64, 3, 3), H200)
@@ -190,29 +191,38 @@ def test_multi_channel_grid_choice_is_the_least_cost(N, C, H, K):
 H200 = hwm.PRESETS["h200"]
 
 
-@pytest.mark.parametrize("layout,N,C,H,M,K,tile,staged", [
-    # score = KH*KW x pixel tiles x filter bytes >= 300e6 and >= 2 tiles -> staged
-    ("NCHW", 1, 512, 14, 512, 3, 32, True),    # 9 x 5 x 9.4 MB
-    ("NCHW", 1, 128, 28, 128, 5, 32, True),    # 25 x 18 x 1.6 MB
-    ("NCHW", 1, 512, 7, 512, 3, 32, False),    # one pixel tile (5 x 5 outputs)
-    ("NCHW", 1, 256, 14, 256, 3, 32, False),   # 9 x 5 x 2.4 MB = 106e6
-    ("NCHW", 1, 64, 56, 64, 3, 32, False),     # 9 x 92 x 147 kB = 122e6
-    # K = 1: pixel tiles x filter bytes >= 30e6 (OIHW rows are channel-contiguous)
-    ("NCHW", 1, 512, 14, 512, 1, 32, False),   # 7 x 1 MB
-    ("NCHW", 32, 64, 224, 64, 1, 128, True),   # 12544 x 16 kB = 205e6
-    ("NCHW", 1, 64, 512, 64, 1, 128, True),    # 2048 x 16 kB = 33.5e6
-    ("NCHW", 32, 64, 56, 64, 1, 128, False),   # 784 x 16 kB = 12.8e6
-    ("NCHW", 1, 64, 224, 64, 1, 128, False),   # 392 x 16 kB
-    ("NHWC", 1, 512, 14, 512, 3, 32, False),   # HWIO filters: nothing to stage
-    ("NCHW", 1, 512, 14, 510, 3, 32, False),   # M % 4 != 0: no 16-byte filter loads
+@pytest.mark.parametrize("hw,layout,N,C,H,M,K,tile,staged", [
+    # without tensor cores (GTX 1080 Ti): score = KH*KW x pixel tiles x filter bytes >= 300e6
+    # and >= 2 tiles -> staged
+    ("gtx1080ti", "NCHW", 1, 512, 14, 512, 3, 32, True),    # 9 x 5 x 9.4 MB
+    ("gtx1080ti", "NCHW", 1, 128, 28, 128, 5, 32, True),    # 25 x 18 x 1.6 MB
+    ("gtx1080ti", "NCHW", 1, 512, 7, 512, 3, 32, False),    # one pixel tile (5 x 5 outputs)
+    ("gtx1080ti", "NCHW", 1, 256, 14, 256, 3, 32, False),   # 9 x 5 x 2.4 MB = 106e6
+    ("gtx1080ti", "NCHW", 1, 64, 56, 64, 3, 128, False),    # 9 x 23 x 147 kB
+    # H200: wherever staging lets the tensor cores run (M' = 64 tiles, >= 9 taps) ...
+    ("h200", "NCHW", 1, 512, 7, 512, 3, 32, True),
+    ("h200", "NCHW", 1, 256, 14, 256, 3, 32, True),
+    ("h200", "NCHW", 1, 64, 56, 64, 3, 32, True),
+    ("h200", "NCHW", 32, 256, 14, 256, 1, 64, True),        # 1x1, C >= 256, full unsplit grid
+    # ... else by the score; K = 1: pixel tiles x filter bytes >= 30e6 (channel-contiguous rows)
+    ("h200", "NCHW", 1, 512, 14, 512, 1, 32, False),   # 7 x 1 MB
+    ("h200", "NCHW", 32, 64, 224, 64, 1, 128, True),   # 12544 x 16 kB = 205e6
+    ("h200", "NCHW", 1, 64, 512, 64, 1, 128, True),    # 2048 x 16 kB = 33.5e6
+    ("h200", "NCHW", 32, 64, 56, 64, 1, 128, False),   # 784 x 16 kB = 12.8e6
+    ("h200", "NCHW", 1, 64, 224, 64, 1, 128, False),   # 392 x 16 kB
+    ("h200", "NCHW", 32, 128, 28, 128, 1, 128, False),  # C = 128: no tensor cores, 196 x 64 kB
+    ("h200", "NHWC", 1, 512, 14, 512, 3, 32, False),   # HWIO filters: nothing to stage
+    ("h200", "NCHW", 1, 512, 14, 510, 3, 32, False),   # M % 4 != 0: no 16-byte filter loads
 ])
-def test_filter_staging_rule(layout, N, C, H, M, K, tile, staged):
+def test_filter_staging_rule(hw, layout, N, C, H, M, K, tile, staged):
     spec = spec_from_logical(N, C, H, H, M, K, K, layout=layout)
-    plan = pl.make_plan(spec, H200)
+    plan = pl.make_plan(spec, hwm.PRESETS[hw])
     assert plan.method == "multi_channel" and plan["W'x"] == tile, plan.reason
     assert plan.kernel_attrs[7] & pl.MC_STAGE_FILTERS == plan["filter_staging"] == (pl.MC_STAGE_FILTERS if staged else 0)
     assert ("copied to HWIO" in plan.reason) == staged
     assert pl.workspace_elems(spec, plan) == (-(-(M * C * K * K) // 4) * 4 if staged else 0)
+    if staged and hw == "h200" and C % 4 == 0:   # the staged layers run on the tensor cores
+        assert plan.kernel_attrs[7] & pl.MC_TENSOR_CORES or K == 1 and C < 256
 
 
 def test_filter_staging_with_oihw_filters_and_nhwc_input():
@@ -239,7 +249,8 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
     (("NHWC", "HWIO", "NHWC"), 1, 512, 14, 512, 1, 32, False),    # ... split grid
     (("NCHW", "OIHW", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # channel-major tile, staged
     (("NCHW", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),
-    (("NCHW", "OIHW", "NCHW"), 1, 128, 28, 128, 3, 32, False),    # OIHW not staged: 4-byte B
+    (("NCHW", "OIHW", "NCHW"), 1, 128, 28, 128, 3, 32, True),     # OIHW staged for them
+    (("NCHW", "OIHW", "NCHW"), 1, 512, 7, 512, 3, 32, True),      # ... even on one pixel tile
     (("NHWC", "HWIO", "NHWC"), 32, 62, 56, 64, 3, 128, False),    # C % 4: 4-byte input loads
     (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 62, 3, 128, False),    # M % 4: 4-byte filter loads
 ])
