@@ -6,7 +6,9 @@ multi_channel_driver.cu --plans <one plan per variant> --one ...), one line per 
     w<W'x>c<split> one NHWC/HWIO->NHWC N<n> C<c> <h>x<w> M<m> K<k> <config> <us> us ...
 
 (benchmarks/results/sweeps/grid-sweep-nvidia-h200-20261121-nhwc.txt: 43 paper layers x 26
-variants, H200). The fit is least squares in log time of  t = a0 + s * cost(tile, split)  over
+variants, H200, FFMA; grid-sweep-tc-nvidia-h200-20261121-nhwc.txt: the 3xTF32 tensor-core
+instances, 34 K3/K5 paper layers x 13 variants, fitted to the planner's MC_*_TC constants:
+a file name with "-tc-" selects those). The fit is least squares in log time of  t = a0 + s * cost(tile, split)  over
 the splits the planner considers (MC_SPLITS), with cost = planner._mc_grid_cost and its
 constants free; it prints them normalised to the 128x64 tile and how close the model's pick
 comes to the best measured variant per layer, for the fitted and for the current constants.
@@ -49,17 +51,17 @@ def shape(layer, wx):
     return tiles, -(-c // 16) * k * k            # S = 64 B: the paper layers' C % 16 == 0
 
 
-def cost(r, p=None):
+def cost(r, p=None, tc=False):
     tiles, steps = shape(r["layer"], r["wx"])
     if r["cs"] > steps or r["cs"] not in pl.MC_SPLITS:
         return None
     kw = {} if p is None else dict(
         tile_cost={128: 1.0, 64: p[0], 32: p[1]}, split_steps={128: p[2], 64: p[3], 32: p[4]},
         few_cost={1: p[5], 2: p[6]})
-    return pl._mc_grid_cost(tiles, steps, r["wx"], r["cs"], BLOCKS[r["wx"]], N_SM, **kw)
+    return pl._mc_grid_cost(tiles, steps, r["wx"], r["cs"], BLOCKS[r["wx"]], N_SM, tc=tc, **kw)
 
 
-def picks(rows, p=None):
+def picks(rows, p=None, tc=False):
     by = collections.defaultdict(list)
     for r in rows:
         by[r["layer"]].append(r)
@@ -67,7 +69,7 @@ def picks(rows, p=None):
     for layer, rs in by.items():
         best = min(rs, key=lambda r: r["us"])
         cand = [r for r in rs if cost(r, p) is not None]
-        pick = min(cand, key=lambda r: cost(r, p))
+        pick = min(cand, key=lambda r: cost(r, p, tc))
         ratios[layer] = (pick, best, pick["us"] / best["us"])
     return ratios
 
@@ -99,13 +101,15 @@ def fit(paths) -> dict:
 def main(paths):
     f = fit(paths)
     p = f["params"]
+    tc = any("-tc-" in str(path) for path in paths)
+    sfx = "_TC" if tc else ""
     print(f"{f['timings']} timings, {f['fitted']} on the planner's splits; rms log error "
           f"{f['rms']:.3f}")
-    print(f"MC_TILE_COST = {{128: 1.0, 64: {p[0]:.2f}, 32: {p[1]:.2f}}}")
-    print(f"MC_SPLIT_STEPS = {{128: {p[2]:.1f}, 64: {p[3]:.1f}, 32: {p[4]:.1f}}}")
-    print(f"MC_FEW_BLOCKS_COST = {{1: {p[5]:.2f}, 2: {p[6]:.2f}}}")
+    print(f"MC_TILE_COST{sfx} = {{128: 1.0, 64: {p[0]:.2f}, 32: {p[1]:.2f}}}")
+    print(f"MC_SPLIT_STEPS{sfx} = {{128: {p[2]:.1f}, 64: {p[3]:.1f}, 32: {p[4]:.1f}}}")
+    print(f"MC_FEW_BLOCKS_COST{sfx} = {{1: {p[5]:.2f}, 2: {p[6]:.2f}}}")
     for name, params in (("fitted", p), ("planner's current", None)):
-        rs = picks(f["rows"], params)
+        rs = picks(f["rows"], params, tc)
         g = math.exp(sum(math.log(v[2]) for v in rs.values()) / len(rs))
         worst = max(rs.items(), key=lambda kv: kv[1][2])
         print(f"{name}: pick / best measured, geomean {g:.3f}, worst {worst[1][2]:.3f} "

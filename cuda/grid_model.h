@@ -19,15 +19,24 @@ constexpr double kGridSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
 constexpr int kGridBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
 constexpr int kGridSplits[5] = {1, 2, 4, 8, 16};
 constexpr double kGridFewBlocksCost1 = 1.38, kGridFewBlocksCost2 = 1.12;  // MC_FEW_BLOCKS_COST
+// The tensor-core instances' constants (MC_*_TC): layers with >= 9 taps whose plan asks for them.
+constexpr double kGridTileCostTC[4] = {1.0, 1.0, 1.07, 1.38};  // MC_TILE_COST_TC
+constexpr double kGridSplitStepsTC[4] = {4.1, 4.1, 3.0, 3.0};  // MC_SPLIT_STEPS_TC
+constexpr double kGridFewBlocksCostTC1 = 1.50, kGridFewBlocksCostTC2 = 1.07;  // MC_FEW_BLOCKS_COST_TC
 
 inline long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
-inline double grid_cost(long long tiles, long long steps, int tile, int cs, int sms) {
+inline double grid_cost(long long tiles, long long steps, int tile, int cs, int sms,
+                        bool tc = false) {
   const long long per_sm = cdiv(tiles * cs, sms);
-  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? kGridSplitSteps[tile] : 0.0);
+  const double s0 = tc ? kGridSplitStepsTC[tile] : kGridSplitSteps[tile];
+  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? s0 : 0.0);
   const long long conc = per_sm < kGridBlocksPerSM[tile] ? per_sm : kGridBlocksPerSM[tile];
-  const double few = conc == 1 ? kGridFewBlocksCost1 : conc == 2 ? kGridFewBlocksCost2 : 1.0;
-  return kGridTileCost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
+  const double few1 = tc ? kGridFewBlocksCostTC1 : kGridFewBlocksCost1;
+  const double few2 = tc ? kGridFewBlocksCostTC2 : kGridFewBlocksCost2;
+  const double few = conc == 1 ? few1 : conc == 2 ? few2 : 1.0;
+  return (tc ? kGridTileCostTC[tile] : kGridTileCost[tile]) * (double)per_sm * rank *
+         kTileBM[tile] / 128.0 * few;
 }
 
 struct GridPick {
@@ -35,11 +44,12 @@ struct GridPick {
   int cs;
 };
 
-// The least cost over tiles 1..3 (only_tile >= 1: that tile alone) and the splits allowed:
+// The least cost over tiles 1..3 (only_tile >= 1: that tile alone) and the splits allowed
+// (tc: the tensor-core constants):
 // cs <= max_split[tile] (the device's cluster limit) and cs <= steps.  Ties: the larger tile,
 // then the smaller split (the planner's order).  P output pixels, M filters (M' = 64).
 inline GridPick grid_pick(long long P, long long M, long long steps, int sms,
-                          const int max_split[4], int only_tile) {
+                          const int max_split[4], int only_tile, bool tc = false) {
   GridPick best{only_tile >= 1 ? only_tile : 1, 1};
   double best_cost = -1;
   for (int t = 1; t <= 3; ++t) {
@@ -47,7 +57,7 @@ inline GridPick grid_pick(long long P, long long M, long long steps, int sms,
     const long long tiles = cdiv(P, kTileBM[t]) * cdiv(M, kTileBN[t]);
     for (int cs : kGridSplits) {
       if (cs > max_split[t] || cs > steps) continue;
-      const double c = grid_cost(tiles, steps, t, cs, sms);
+      const double c = grid_cost(tiles, steps, t, cs, sms, tc);
       if (best_cost < 0 || c < best_cost) {
         best = GridPick{t, cs};
         best_cost = c;

@@ -69,7 +69,11 @@ Departures from the paper (each one deliberate; the paper mixes bytes and elemen
    their times jumped by up to 40% between neighbouring sizes (cluster placement on the
    GPCs), the powers of two did not. Splits need sm_90 (thread-block clusters: <= 8, 16 for
    32x64, non-portable) and each rank keeps >= 1 step. When the model's choice is the paper's
-   tile unsplit, the paper's plan stands. The split reduction (thread-block cluster,
+   tile unsplit, the paper's plan stands. Layers that will run on the tensor cores (>= 9
+   taps, see MC_TENSOR_CORES) use a second set of the same constants, *_TC, fitted to a sweep
+   of the 3xTF32 instances (34 layers, session 11): their 64x64 and 32x64 tiles cost
+   relatively less than the FFMA ones (the 128x64 instance runs 3 blocks per SM at 168
+   registers). The split reduction (thread-block cluster,
    distributed shared memory, fixed order) is what the paper rejected on Pascal (section 2.3).
 """
 from __future__ import annotations
@@ -125,6 +129,12 @@ MC_SPLITS = (1, 2, 4, 8, 16)    # c_split values the grid model compares (docstr
 MC_TILE_COST = {128: 1.0, 64: 1.24, 32: 1.48}   # per pixel-step, relative to 128x64 (fitted)
 MC_SPLIT_STEPS = {128: 4.7, 64: 2.9, 32: 2.2}   # a split rank's fixed cost in its steps (fitted)
 MC_FEW_BLOCKS_COST = {1: 1.38, 2: 1.12}         # 1 or 2 blocks on an SM vs >= 3 (fitted)
+# The same for the 3xTF32 tensor-core instances (benchmarks/results/sweeps/grid-sweep-tc-*.txt):
+# picks within 2.4% of the best measured variant on average (worst 13.5%) where the FFMA
+# constants were 3.9% (worst 44%: batch-32 7x7x512 K3, 128x64 139 us vs 64x64 97 us).
+MC_TILE_COST_TC = {128: 1.0, 64: 1.07, 32: 1.38}
+MC_SPLIT_STEPS_TC = {128: 4.1, 64: 3.0, 32: 3.0}
+MC_FEW_BLOCKS_COST_TC = {1: 1.50, 2: 1.07}
 MC_MAX_SPLIT = 8                # portable cluster size
 MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 tile only
 # Filter staging (plan[7] bit 2, cuda/filter_staging.cuh): copy dense OIHW filters to HWIO in
@@ -353,12 +363,14 @@ def _mc_max_split(hw: Hardware, Wx: int) -> int:
 
 
 def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: int,
-                  tile_cost=None, split_steps=None, few_cost=None) -> float:
+                  tile_cost=None, split_steps=None, few_cost=None, tc: bool = False) -> float:
     """The grid model (docstring item 8): time in steps of a 128x64 tile at >= 3 blocks per SM.
-    The constants default to the fitted MC_* ones (benchmarks/fit_grid_model.py passes its own)."""
-    tile_cost = MC_TILE_COST if tile_cost is None else tile_cost
-    split_steps = MC_SPLIT_STEPS if split_steps is None else split_steps
-    few_cost = MC_FEW_BLOCKS_COST if few_cost is None else few_cost
+    The constants default to the fitted MC_* ones, MC_*_TC for the tensor-core instances (tc);
+    benchmarks/fit_grid_model.py passes its own."""
+    tile_cost = (MC_TILE_COST_TC if tc else MC_TILE_COST) if tile_cost is None else tile_cost
+    split_steps = ((MC_SPLIT_STEPS_TC if tc else MC_SPLIT_STEPS) if split_steps is None
+                   else split_steps)
+    few_cost = (MC_FEW_BLOCKS_COST_TC if tc else MC_FEW_BLOCKS_COST) if few_cost is None else few_cost
     per_sm = _cdiv(tiles * c_split, n_sm)               # blocks one SM runs
     rank = _cdiv(steps, c_split) + (split_steps[Wx] if c_split > 1 else 0.0)
     return tile_cost[Wx] * per_sm * rank * Wx / 128 * few_cost.get(min(per_sm, b), 1.0)
@@ -508,6 +520,9 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
 
     # S for the grid's tiles: 64 B where the segments are whole (C >= 32, C % 16 == 0)
     Se_pref = 16 if (C >= 32 and C % 16 == 0) else 8
+    # the grid's M' = 64 tiles run on the tensor cores (>= 9 taps; OIHW filters then staged)
+    tc_grid = KH * KW >= MC_TENSOR_CORE_MIN_TAPS and bool(
+        _mc_tensor_cores(hw, spec, 64, 64, _dense_oihw_filters(spec), 0, 1)[0])
     grid = []
     for Wx in MC_GRID_TILES:
         c = pick(Wx, Se_pref)
@@ -515,7 +530,8 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
             continue
         for cs in MC_SPLITS:
             if cs <= min(_mc_max_split(hw, Wx), c["steps"]):
-                grid.append((_mc_grid_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm), c, cs))
+                grid.append((_mc_grid_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm,
+                                           tc=tc_grid), c, cs))
     chosen, c_split, grid_cost = paper, 1, 0.0
     if grid:
         cost, best, cs = min(grid, key=lambda g: g[0])   # ties: the larger tile, the smaller split
@@ -524,7 +540,8 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         if cs > 1 or best["Wx"] != paper["Wx"] or paper["Mp"] != 64:
             chosen, c_split, grid_cost = best, cs, cost
             per_sm = _cdiv(best["tiles"] * cs, n_sm)
-            why += (f"; grid model (tile x split): {best['Wx']}x{best['Mp']}/S{best['S']}, "
+            why += (f"; grid model (tile x split{', tensor-core constants' if tc_grid else ''}): "
+                    f"{best['Wx']}x{best['Mp']}/S{best['S']}, "
                     f"{best['tiles']} tiles x split {cs} = {per_sm} blocks per SM of "
                     f"{_cdiv(best['steps'], cs)} steps, cost {cost:.0f}"
                     + (f" vs {unsplit[0]:.0f} for {paper['Wx']}x{paper['Mp']} unsplit"

@@ -42,11 +42,13 @@ def test_cost_is_the_planners(grid_check):
     for _ in range(400):
         tiles, steps = rng.randint(1, 5000), rng.randint(1, 900)
         Wx, cs, sms = rng.choice((128, 64, 32)), rng.choice(pl.MC_SPLITS), rng.choice((28, 114, 132))
-        qs.append((tiles, steps, Wx, cs, sms))
-    got = grid_check([f"cost {t} {s} {TILE[w]} {c} {n}" for t, s, w, c, n in qs])
-    for (t, s, w, c, n), line in zip(qs, got):
-        want = pl._mc_grid_cost(t, s, w, c, RESIDENCY[w], n)
-        assert float(line) == pytest.approx(want, rel=1e-9), (t, s, w, c, n)
+        qs.append((tiles, steps, Wx, cs, sms, rng.randint(0, 1)))
+    got = grid_check([f"cost {t} {s} {TILE[w]} {c} {n} {tc}" for t, s, w, c, n, tc in qs])
+    for (t, s, w, c, n, tc), line in zip(qs, got):
+        want = pl._mc_grid_cost(t, s, w, c, RESIDENCY[w], n, tc=bool(tc))
+        assert float(line) == pytest.approx(want, rel=1e-9), (t, s, w, c, n, tc)
+    # the two constant sets differ (else the tc column above would test nothing)
+    assert pl._mc_grid_cost(104, 288, 64, 8, 4, 132) != pl._mc_grid_cost(104, 288, 64, 8, 4, 132, tc=True)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -64,26 +66,31 @@ def test_pick_is_the_planners(grid_check, seed):
         layers.append(plan)
         se = 16 if C >= 32 and C % 16 == 0 else 8
         steps = -(-C // se) * K * K
-        qs.append(f"pick {N * (H - K + 1) ** 2} {M} {steps} 132 8 8 16 -1")
+        tc = int(bool(plan["tensor_cores"]) and K * K >= pl.MC_TENSOR_CORE_MIN_TAPS)
+        qs.append(f"pick {N * (H - K + 1) ** 2} {M} {steps} 132 8 8 16 -1 {tc}")
     for plan, line in zip(layers, grid_check(qs)):
         tile, cs = map(int, line.split())
         assert (TILE[plan["W'x"]], plan["c_split"]) == (tile, cs), plan.reason
 
 
-def test_constants_are_the_fit_of_the_committed_sweep():
-    """MC_TILE_COST, MC_SPLIT_STEPS and MC_FEW_BLOCKS_COST are the least-squares fit of
-    benchmarks/results/sweeps/ (benchmarks/fit_grid_model.py), rounded as written."""
+@pytest.mark.parametrize("sweep,timings,suffix", [
+    ("grid-sweep-nvidia-h200-20261121-nhwc.txt", 1118, ""),         # FFMA
+    ("grid-sweep-tc-nvidia-h200-20261121-nhwc.txt", 442, "_TC"),    # 3xTF32 tensor cores
+])
+def test_constants_are_the_fit_of_the_committed_sweep(sweep, timings, suffix):
+    """MC_TILE_COST, MC_SPLIT_STEPS and MC_FEW_BLOCKS_COST (and their _TC twins) are the
+    least-squares fit of benchmarks/results/sweeps/ (benchmarks/fit_grid_model.py), rounded as
+    written."""
     import importlib.util
     pytest.importorskip("scipy")
     spec = importlib.util.spec_from_file_location("fit_grid_model",
                                                   ROOT / "benchmarks" / "fit_grid_model.py")
     fgm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fgm)
-    f = fgm.fit([ROOT / "benchmarks" / "results" / "sweeps" /
-                 "grid-sweep-nvidia-h200-20261121-nhwc.txt"])
-    assert f["timings"] == 1118 and f["rms"] < 0.12
+    f = fgm.fit([ROOT / "benchmarks" / "results" / "sweeps" / sweep])
+    assert f["timings"] == timings and f["rms"] < 0.12
     for name, digits in (("MC_TILE_COST", 2), ("MC_SPLIT_STEPS", 1), ("MC_FEW_BLOCKS_COST", 2)):
-        planner = getattr(pl, name)
+        planner = getattr(pl, name + suffix)
         assert set(f[name]) == set(planner)
         for k, v in f[name].items():
             assert planner[k] == pytest.approx(v, abs=0.5 * 10 ** -digits + 1e-9), (name, k, v)

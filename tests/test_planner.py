@@ -147,22 +147,31 @@ def test_multi_channel_hopper_big_layers_get_the_papers_best(preset):
 def test_multi_channel_h200_grid_model():
     # b1 112x112x64 -> 64, K3 VALID: P = 110*110 = 12,100; C = 64 -> S = 64 B, 4 segments x 9
     # taps = 36 steps. cost = c_tile x per_SM x (ceil(36 / cs) + s0_tile [cs > 1]) x W'x / 128
-    # x f(min(per_SM, b)), per_SM = ceil(tiles x cs / 132):
-    #   128x64, 95 tiles (b = 3, s0 4.7): cs1 1 x 36 x 1.38 = 49.68; cs2 2 x 22.7 x 1.12 = 50.85;
-    #                                     cs4 3 x 13.7 = 41.1; cs8 6 x 9.7 = 58.2
-    #   64x64, 190 tiles (b = 4, s0 2.9): cs1 1.24 x 2 x 36 x 0.5 x 1.12 = 49.99;
-    #                                     cs2 1.24 x 3 x 20.9 x 0.5 = 38.87  <- the least
-    #   32x64, 379 tiles (b = 4, s0 2.2): cs1 1.48 x 3 x 36 x 0.25 = 39.96
+    # x f(min(per_SM, b)), per_SM = ceil(tiles x cs / 132). The layer runs on the tensor cores,
+    # so the *_TC constants (c_tile 1 / 1.07 / 1.38, s0 4.1 / 3.0 / 3.0, f 1.50 / 1.07):
+    #   128x64, 95 tiles (b = 3): cs1 1 x 36 x 1.5 = 54; cs2 2 x 22.1 x 1.07 = 47.29;
+    #                             cs4 3 x 13.1 = 39.3; cs8 6 x 9.1 = 54.6
+    #   64x64, 190 tiles (b = 4): cs1 1.07 x 2 x 36 x 0.5 x 1.07 = 41.22;
+    #                             cs2 1.07 x 3 x 21 x 0.5 = 33.71  <- the least
+    #   32x64, 379 tiles (b = 4): cs1 1.38 x 3 x 36 x 0.25 = 37.26
+    # (with the FFMA constants the same pick: 64x64 cs2 38.87 against 128x64 unsplit 49.68)
     plan = pl.make_plan(spec_from_logical(1, 64, 112, 112, 64, 3, 3, layout="NHWC"), H200)
     assert plan.kernel_attrs == (2, 16, 64, 64, 3, 2, 128, pl.MC_TENSOR_CORES), plan.reason
     assert plan["output_tiles"] == 190 and plan["c_split"] == 2
-    assert "cost 39 vs 50 for 128x64 unsplit" in plan.reason
+    assert "tensor-core constants" in plan.reason and "cost 34 vs 54 for 128x64 unsplit" in plan.reason
+    assert pl._mc_grid_cost(190, 36, 64, 2, 4, 132, tc=True) == pytest.approx(1.07 * 3 * 21 * 0.5)
+    assert pl._mc_grid_cost(95, 36, 128, 4, 3, 132, tc=True) == pytest.approx(3 * 13.1)
+    assert pl._mc_grid_cost(379, 36, 32, 1, 4, 132, tc=True) == pytest.approx(1.38 * 3 * 36 * 0.25)
     assert pl._mc_grid_cost(190, 36, 64, 2, 4, 132) == pytest.approx(1.24 * 3 * 20.9 * 0.5)
     assert pl._mc_grid_cost(95, 36, 128, 4, 3, 132) == pytest.approx(3 * 13.7)
     assert pl._mc_grid_cost(379, 36, 32, 1, 4, 132) == pytest.approx(1.48 * 3 * 36 * 0.25)
+    # b32 7x7x512 K3 VALID (NHWC): 800 pixels, 288 steps; the tensor-core constants pick 64x64
+    # split 8 (measured 97 us) where the FFMA ones picked 128x64 split 8 (139 us)
+    plan = pl.make_plan(spec_from_logical(32, 512, 7, 7, 512, 3, 3, layout="NHWC"), H200)
+    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 8, 128, pl.MC_TENSOR_CORES), plan.reason
     # b1 7x7x512 K3 VALID: P = 25, 8 tiles of every size, 32 x 9 = 288 steps: 32x64 with the
-    # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 2.2 steps: 1.48 x 20.2 x 0.25 x
-    # 1.38 = 10.3 (split 8: 19.5; 128x64 split 8: 56.2).
+    # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 3.0 steps: 1.38 x 21 x 0.25 x
+    # 1.5 = 10.9 (split 8: 20.2; 128x64 split 8: 60.2).
     # (NCHW/OIHW: filters staged to HWIO for the tensor cores, plan[7] = 2 | 4)
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), H200)
     assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 6), plan.reason
@@ -180,10 +189,13 @@ def test_multi_channel_grid_choice_is_the_least_cost(N, C, H, K):
     P = N * (H - K + 1) ** 2
     steps = -(-C // 16) * K * K
     costs = {}
+    tc = K >= 3   # NHWC, C % 4 == 0 on an H200: the tensor cores, and their constants
+    assert bool(plan["tensor_cores"]) == tc
     for wx, b in ((128, 3), (64, 4), (32, 4)):
         for cs in pl.MC_SPLITS:
             if cs <= min(16 if wx == 32 else 8, steps):
-                costs[(wx, cs)] = pl._mc_grid_cost(-(-P // wx) * -(-C // 64), steps, wx, cs, b, 132)
+                costs[(wx, cs)] = pl._mc_grid_cost(-(-P // wx) * -(-C // 64), steps, wx, cs, b,
+                                                   132, tc=tc)
     assert costs[(plan["W'x"], plan["c_split"])] == pytest.approx(min(costs.values()))
 
 
@@ -236,7 +248,7 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
 
 @pytest.mark.parametrize("dn,N,C,H,M,K,tile,tc", [
     (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 3, 128, True),
-    (("NHWC", "HWIO", "NHWC"), 32, 256, 14, 256, 5, 128, True),
+    (("NHWC", "HWIO", "NHWC"), 32, 256, 14, 256, 5, 64, True),
     (("NHWC", "HWIO", "NHWC"), 1, 64, 112, 64, 3, 64, True),
     (("NHWC", "OIHW", "NHWC"), 32, 64, 56, 64, 3, 128, True),     # staged to HWIO first
     (("NHWC", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # the output layout is free
