@@ -14,29 +14,28 @@ namespace mc {
 // model's menu.  multi_channel.cu launches by these too.
 constexpr int kTileBM[4] = {128, 128, 64, 32};
 constexpr int kTileBN[4] = {128, 64, 64, 64};
-constexpr double kGridTileCost[4] = {1.0, 1.0, 1.24, 1.48};  // MC_TILE_COST
-constexpr double kGridSplitSteps[4] = {4.7, 4.7, 2.9, 2.2};  // MC_SPLIT_STEPS
 constexpr int kGridBlocksPerSM[4] = {2, 3, 4, 4};            // the planner's residency on sm_90
 constexpr int kGridSplits[5] = {1, 2, 4, 8, 16};
-constexpr double kGridFewBlocksCost1 = 1.38, kGridFewBlocksCost2 = 1.12;  // MC_FEW_BLOCKS_COST
-// The tensor-core instances' constants (MC_*_TC): layers with >= 9 taps whose plan asks for them.
-constexpr double kGridTileCostTC[4] = {1.0, 1.0, 1.07, 1.38};  // MC_TILE_COST_TC
-constexpr double kGridSplitStepsTC[4] = {4.1, 4.1, 3.0, 3.0};  // MC_SPLIT_STEPS_TC
-constexpr double kGridFewBlocksCostTC1 = 1.50, kGridFewBlocksCostTC2 = 1.07;  // MC_FEW_BLOCKS_COST_TC
+// The fitted constants by tile index (MC_TILE_COST, MC_SPLIT_STEPS, MC_FEW_BLOCKS_COST), and
+// their *_TC twins for the tensor-core instances: layers with >= kGridTensorCoreMinTaps taps
+// whose plan asks for them (MC_TENSOR_CORE_MIN_TAPS).
+struct GridConstants {
+  double tile_cost[4], split_steps[4], few_blocks_cost1, few_blocks_cost2;
+};
+constexpr GridConstants kGridFFMA{{1.0, 1.0, 1.24, 1.48}, {4.7, 4.7, 2.9, 2.2}, 1.38, 1.12};
+constexpr GridConstants kGridTC{{1.0, 1.0, 1.07, 1.38}, {4.1, 4.1, 3.0, 3.0}, 1.50, 1.07};
+constexpr int kGridTensorCoreMinTaps = 9;
 
 inline long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 inline double grid_cost(long long tiles, long long steps, int tile, int cs, int sms,
                         bool tc = false) {
+  const GridConstants& k = tc ? kGridTC : kGridFFMA;
   const long long per_sm = cdiv(tiles * cs, sms);
-  const double s0 = tc ? kGridSplitStepsTC[tile] : kGridSplitSteps[tile];
-  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? s0 : 0.0);
+  const double rank = (double)cdiv(steps, cs) + (cs > 1 ? k.split_steps[tile] : 0.0);
   const long long conc = per_sm < kGridBlocksPerSM[tile] ? per_sm : kGridBlocksPerSM[tile];
-  const double few1 = tc ? kGridFewBlocksCostTC1 : kGridFewBlocksCost1;
-  const double few2 = tc ? kGridFewBlocksCostTC2 : kGridFewBlocksCost2;
-  const double few = conc == 1 ? few1 : conc == 2 ? few2 : 1.0;
-  return (tc ? kGridTileCostTC[tile] : kGridTileCost[tile]) * (double)per_sm * rank *
-         kTileBM[tile] / 128.0 * few;
+  const double few = conc == 1 ? k.few_blocks_cost1 : conc == 2 ? k.few_blocks_cost2 : 1.0;
+  return k.tile_cost[tile] * (double)per_sm * rank * kTileBM[tile] / 128.0 * few;
 }
 
 struct GridPick {

@@ -775,7 +775,7 @@ static int iterations(const ConvParams& p, int bk) { return (int)(cdiv(p.C, bk) 
 // when C >= 32 and C % 16 == 0.
 static Choice grid_choice(const ConvParams& p, int sms, int only_tile, int bk) {
   const int max_split[4] = {1, max_cluster(1), max_cluster(2), max_cluster(3)};
-  const bool tc = (p.plan[7] & kTensorCores) && p.KH * p.KW >= 9;  // the planner's tc_grid
+  const bool tc = (p.plan[7] & kTensorCores) && p.KH * p.KW >= kGridTensorCoreMinTaps;
   const GridPick g =
       grid_pick(p.N * p.OH * p.OW, p.M, iterations(p, bk), sms, max_split, only_tile, tc);
   return Choice{g.tile, bk, g.cs};

@@ -367,10 +367,10 @@ def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: i
     """The grid model (docstring item 8): time in steps of a 128x64 tile at >= 3 blocks per SM.
     The constants default to the fitted MC_* ones, MC_*_TC for the tensor-core instances (tc);
     benchmarks/fit_grid_model.py passes its own."""
-    tile_cost = (MC_TILE_COST_TC if tc else MC_TILE_COST) if tile_cost is None else tile_cost
-    split_steps = ((MC_SPLIT_STEPS_TC if tc else MC_SPLIT_STEPS) if split_steps is None
-                   else split_steps)
-    few_cost = (MC_FEW_BLOCKS_COST_TC if tc else MC_FEW_BLOCKS_COST) if few_cost is None else few_cost
+    fitted = ((MC_TILE_COST_TC, MC_SPLIT_STEPS_TC, MC_FEW_BLOCKS_COST_TC) if tc
+              else (MC_TILE_COST, MC_SPLIT_STEPS, MC_FEW_BLOCKS_COST))
+    tile_cost, split_steps, few_cost = (given if given is not None else default for given, default
+                                        in zip((tile_cost, split_steps, few_cost), fitted))
     per_sm = _cdiv(tiles * c_split, n_sm)               # blocks one SM runs
     rank = _cdiv(steps, c_split) + (split_steps[Wx] if c_split > 1 else 0.0)
     return tile_cost[Wx] * per_sm * rank * Wx / 128 * few_cost.get(min(per_sm, b), 1.0)
@@ -565,13 +565,13 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         ("channels_per_split", _cdiv(C, c_split)),
         ("grid_cost", round(grid_cost, 1))]
     stage, stage_why = _mc_filter_staging(spec, c["Wx"])
-    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage), c["tiles"], c_split)
-    if not stage and _dense_oihw_filters(spec):
-        # staged filters let the tensor cores run where OIHW ones keep FFMA (MC_STAGE_FOR_TC)
-        tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], True, c["tiles"], c_split)
-        if tc:
-            stage, stage_why = MC_STAGE_FILTERS, ("the OIHW filters are copied to HWIO first "
-                                                  "(the tensor cores' 16-byte filter loads)")
+    stageable = _dense_oihw_filters(spec)
+    tc, tc_why = _mc_tensor_cores(hw, spec, c["Wx"], c["Mp"], bool(stage) or stageable,
+                                  c["tiles"], c_split)
+    if tc and not stage and stageable:
+        # staged filters let the tensor cores run where OIHW ones keep FFMA (MC_STAGE_FILTERS)
+        stage, stage_why = MC_STAGE_FILTERS, ("the OIHW filters are copied to HWIO first "
+                                              "(the tensor cores' 16-byte filter loads)")
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
