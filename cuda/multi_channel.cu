@@ -74,7 +74,9 @@
 // Tensor cores (plan[7] & 4, cuda/mma_3xtf32.cuh): the BM x 64 tiles' FFMAs replaced by 3xTF32
 // mma.sync, 2 x 2 warps of BM/2 pixels x 32 filters (BM/32 x 4 m16n8 tiles per warp: the same
 // TM x TN accumulators per thread), the stage's products summed in a fresh fragment and added
-// with FADD; loaders and ring unchanged, the output through the shared-memory park.  Only with
+// with FADD; loaders and ring unchanged; the output straight from the fragment layout (no split,
+// aligned filter- or pixel-contiguous output, every accumulator finite), else through the
+// shared-memory park (the park cost 1.2-1.3x the kernel time on 1x1 layers at C = 64).  Only with
 // the 16-byte filter loader and the 16-byte loader of channel-contiguous input (AM = 2) or the
 // channel-major tile of pixel-contiguous input (AM = 0); the planner asks for it where it
 // measured faster (planner.py MC_TENSOR_CORES).
@@ -117,7 +119,7 @@ struct KArgs {
   int T;        // reduction iterations = ceil(C / BK) * KH * KW
   int b_mfast;  // filter loader: filter-fast (HWIO) or channel-fast (OIHW)
   int y_mfast;  // output writer: filter-fast (NHWC) or pixel-fast (NCHW)
-  int y_vec;    // 16-byte stores straight from registers (no split): 1 filter-contiguous
+  int y_vec;    // stores straight from registers (no split; FFMA 16-byte): 1 filter-contiguous
                 // output, 2 pixel-contiguous output with whole aligned runs of 4 pixels
 };
 
@@ -559,7 +561,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // output pixel, and the 8 lanes of a warp row cover 128 contiguous bytes, so the tile goes
   // straight from registers to global memory (no park, no barrier, 1/4 the stores).  Not in
   // the 128x128 tile (256 threads, 128 registers: it would spill; not planned on sm_90).
-  if constexpr (KM && NT < 256) {
+  if constexpr (KM && NT < 256 && !MMA) {
     // Pixel-contiguous output from the channel-major tile: a thread's rows ty*4 .. ty*4+3 (and
     // BM/2 + ...) are 4 consecutive pixels, a float4 per filter when OH*OW % 4 == 0 (runs never
     // straddle images and stay 16-byte aligned); the 4 ty lanes of a warp write 64 contiguous
@@ -595,6 +597,36 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       }
     }
     return;
+  }
+  // Tensor cores, no split: straight from the fragment layout when every accumulator is finite
+  // (else the park below and its FFMA recompute).  A quad of lanes holds 8 consecutive filters
+  // of one pixel (float2 each: 32 contiguous bytes, filter-contiguous output) and the 8 groups
+  // 8 consecutive pixels (32 bytes per filter, pixel-contiguous output): whole sectors either
+  // way, no barrier, no shared-memory round trip.
+  if constexpr (MMA) {
+    if (a.y_vec != 0 && CS == 1) {
+      bool bad = false;
+#pragma unroll
+      for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= FLT_MAX);
+      if (!__syncthreads_or(bad)) {
+#pragma unroll
+        for (int i0 = 0; i0 < TM * TN; i0 += 2) {  // accumulators i0, i0 + 1: one pixel, 2 filters
+          const int ii = i0 / TN, jj = i0 % TN;
+          const long long ro = rowoff[tile_row(ii, jj)];
+          const int f = m0 + tile_col(ii, jj);
+          if (ro < 0 || f >= a.M) continue;  // y_vec: M even, so f + 1 < M too
+          if (a.y_vec == 1)
+            *reinterpret_cast<float2*>(a.y + ro + f) = make_float2(acc[ii][jj], acc[ii][jj + 1]);
+          else {
+            a.y[ro + (long long)f * a.y_sc] = acc[ii][jj];
+            a.y[ro + (long long)(f + 1) * a.y_sc] = acc[ii][jj + 1];
+          }
+        }
+        return;
+      }
+    }
   }
   __syncthreads();  // pipeline buffers dead: reuse as the output tile
 
@@ -929,8 +961,8 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::loader_modes(p, x, w, &am, &bv);
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
-  const bool tc = mc::tensor_cores(p, ch, am, bv);  // output through the park (tile order)
-  const bool y_al = !tc && g_direct_store && ch.cs == 1 && aligned16(y);
+  const bool tc = mc::tensor_cores(p, ch, am, bv);
+  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
           : (y_al && am == 0 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&

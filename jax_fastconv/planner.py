@@ -179,11 +179,20 @@ MC_TENSOR_CORES = 4
 MC_TENSOR_CORE_TILES = (128, 64, 32)   # W'x of the M' = 64 tiles
 MC_TENSOR_CORE_MIN_TAPS = 9            # KH * KW (3x3 and 5x5 measured)
 MC_TENSOR_CORE_MIN_CC = (9, 0)
-# K = 1 (fewer taps) only with a long reduction on a full, unsplit grid: batch-32 1x1 layers,
-# driver, TC / FFMA time (session 9): C >= 256 0.86-0.96 (28x28x256, 14x14x256, 14x14x512,
-# 7x7x512, both layouts), C = 128 1.00-1.07, C = 64 1.20-1.29 (4-8 stages cannot amortize the
-# park epilogue); grids of fewer tiles than SMs or with a split (batch 1) not measured.
-MC_TENSOR_CORE_MIN_C_1X1 = 256
+# K = 1 (fewer taps) only on a full, unsplit grid: batch-32 1x1 layers, driver, TC / FFMA time.
+# Where the output goes straight from the fragments to global memory (the kernel's direct
+# stores: filter-contiguous output, or pixel-contiguous output of pixel-contiguous input with
+# OH*OW % 4 == 0; session 12): C = 64 0.90-1.00, C = 128 0.86-0.88, C >= 256 0.82-0.97 (both
+# layouts, NCHW staged).  Through the shared-memory park (session 9): C >= 256 0.86-0.96, C = 128
+# 1.00-1.07, C = 64 1.20-1.29.  Grids of fewer tiles than SMs or with a split (batch 1) not
+# measured.
+MC_TENSOR_CORE_MIN_C_1X1 = 256          # output through the park
+MC_TENSOR_CORE_MIN_C_1X1_DIRECT = 64    # output stored straight from the fragments
+# ... and, where the OIHW filters must be staged for them, pixel tiles x filter bytes >= this
+# (the copy is a launch of ~2 us; driver, NCHW/OIHW 1x1, FFMA in place -> staged + TC, us:
+# b32 56x56x64 (12.8e6) 33.8 -> 31.2, b32 28x28x128 (12.8e6) 28.3 -> 25.7; b1 224x224x64
+# (6.4e6) 18.0 -> 18.2, b1 112x112x64 (6.4e6) 7.9 -> 10.2, b1 56x56x128 (6.4e6) 9.5 -> 10.4)
+MC_TENSOR_CORE_STAGE_MIN_1X1 = 10e6
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -382,15 +391,21 @@ def _dense_oihw_filters(spec: ConvSpec) -> bool:
     return tuple(spec.rhs_strides) == (d["C"] * kk, kk, d["KW"], 1) and d["M"] % 4 == 0
 
 
-def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
-    """plan[7] for a multi-channel plan with W'x-pixel tiles: MC_STAGE_FILTERS or 0, and why."""
+def _mc_staging_score(spec: ConvSpec, Wx: int) -> tuple[int, int, int]:
+    """(pixel tiles, filter bytes, KH*KW x tiles x filter bytes): what staging saves, roughly."""
     d = spec.dims
     kk = d["KH"] * d["KW"]
-    if not _dense_oihw_filters(spec):
-        return 0, ""
     tiles = _cdiv(d["N"] * d["OH"] * d["OW"], Wx)
     w_bytes = ELEM_BYTES * d["M"] * d["C"] * kk
-    score = kk * tiles * w_bytes
+    return tiles, w_bytes, kk * tiles * w_bytes
+
+
+def _mc_filter_staging(spec: ConvSpec, Wx: int) -> tuple[int, str]:
+    """plan[7] for a multi-channel plan with W'x-pixel tiles: MC_STAGE_FILTERS or 0, and why."""
+    kk = spec.dims["KH"] * spec.dims["KW"]
+    if not _dense_oihw_filters(spec):
+        return 0, ""
+    tiles, w_bytes, score = _mc_staging_score(spec, Wx)
     if tiles < 2 or score < (MC_STAGE_FILTER_MIN_K1 if kk == 1 else MC_STAGE_FILTER_MIN):
         return 0, ""
     return MC_STAGE_FILTERS, (f"the OIHW filters are copied to HWIO first ({tiles} pixel tiles "
@@ -403,8 +418,8 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
     """plan[7]'s tensor-core bit for a W'x x M' tile: MC_TENSOR_CORES or 0, and why."""
     d = spec.dims
     taps = d["KH"] * d["KW"]
-    long_1x1 = (taps == 1 and d["C"] >= MC_TENSOR_CORE_MIN_C_1X1 and c_split == 1
-                and tiles >= hw.sm_count)
+    min_c = MC_TENSOR_CORE_MIN_C_1X1_DIRECT if _mc_direct_store(spec) else MC_TENSOR_CORE_MIN_C_1X1
+    long_1x1 = taps == 1 and d["C"] >= min_c and c_split == 1 and tiles >= hw.sm_count
     if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or Mp != 64 or Wx not in MC_TENSOR_CORE_TILES
             or (taps < MC_TENSOR_CORE_MIN_TAPS and not long_1x1)):
         return 0, ""
@@ -415,12 +430,26 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
     wo, wi, wh, ww = spec.rhs_strides
     x_vec = xc == 1 and all(v % 4 == 0 for v in (d["C"], xn, xh, xw))
     x_pixel_major = abs(xc) > abs(xw)
-    w_vec = staged or (wo == 1 and all(v % 4 == 0 for v in (d["M"], wi, wh, ww)))
-    if not ((x_vec or x_pixel_major) and w_vec):
+    hwio_vec = wo == 1 and all(v % 4 == 0 for v in (d["M"], wi, wh, ww))
+    if not ((x_vec or x_pixel_major) and (staged or hwio_vec)):
         return 0, ""
+    if taps == 1 and not hwio_vec and _mc_staging_score(spec, Wx)[2] < MC_TENSOR_CORE_STAGE_MIN_1X1:
+        return 0, ""  # a small 1x1 layer: the staging copy costs more than the tensor cores save
     return MC_TENSOR_CORES, ("3xTF32 on the tensor cores (mma.sync, float32 accuracy) instead "
                              "of FFMA (measured faster for 3x3 and larger kernels, and 1x1 ones "
-                             f"with >= {MC_TENSOR_CORE_MIN_C_1X1} channels)")
+                             f"with >= {min_c} channels on a full grid)")
+
+
+def _mc_direct_store(spec: ConvSpec) -> bool:
+    """Whether an unsplit multi-channel launch stores its output straight from registers
+    (cuda/multi_channel.cu, launch_native's y_vec; XLA's buffers are 16-byte aligned)."""
+    d = spec.dims
+    yn, yc, yh, yw = spec.out_strides
+    xc, xw = spec.lhs_strides[1], spec.lhs_strides[3]
+    filter_contiguous = yc == 1 and all(v % 4 == 0 for v in (d["M"], yn, yh, yw))
+    pixel_runs = (abs(xc) > abs(xw) and yw == 1 and yh == d["OW"]
+                  and (d["OH"] * d["OW"]) % 4 == 0 and yc % 4 == 0 and yn % 4 == 0)
+    return filter_contiguous or pixel_runs
 
 
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:

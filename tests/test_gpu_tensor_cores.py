@@ -23,7 +23,7 @@ pytestmark = pytest.mark.gpu
 
 # Layers the H100/H200 plans put on the tensor cores: 128x64, 64x64 and 32x64 tiles, S = 32 and
 # 64 B, cluster splits 1 to 8, M and C tails (C % 16 != 0, M % 64 != 0), odd padding, 1x1
-# kernels with >= 256 channels; NHWC input (16-byte pixel-major A tile) and NCHW input
+# kernels with >= 64 channels on full grids; NHWC input (16-byte pixel-major A tile) and NCHW input
 # (channel-major A tile) with HWIO or staged filters.
 TC = [
     ConvConfig(1, 64, 64, 112, 112, 3, 3, (1, 1), "VALID", "NHWC", 7001),          # 64x64 cs2
@@ -41,12 +41,18 @@ TC = [
     ConvConfig(3, 24, 40, 48, 48, 5, 5, (1, 1), "SAME", "NCHW-HWIO-NHWC", 7109),   # 128x64 S32
     ConvConfig(32, 256, 256, 28, 28, 1, 1, (1, 1), "VALID", "NHWC", 7110),         # 1x1, C 256
     ConvConfig(32, 512, 512, 7, 7, 1, 1, (1, 1), "VALID", "NCHW", 7111),           # 1x1 32x64
+    # 1x1 with C >= 64, stored straight from the fragments (filter-contiguous float2 stores,
+    # pixel-contiguous scalar ones), M and pixel tails (M = 68 / 132, P % 128 = 64 / 124)
+    ConvConfig(32, 64, 64, 56, 56, 1, 1, (1, 1), "VALID", "NHWC", 7114),
+    ConvConfig(32, 128, 128, 28, 28, 1, 1, (1, 1), "VALID", "NCHW", 7115),         # staged
+    ConvConfig(16, 64, 68, 30, 30, 1, 1, (1, 1), "VALID", "NHWC", 7116),
+    ConvConfig(31, 128, 132, 30, 30, 1, 1, (1, 1), "VALID", "NCHW", 7117),           # staged
     # NCHW/OIHW layers whose filters are staged only so that the tensor cores can run
     ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7102),   # 32x64 S32
     ConvConfig(1, 128, 128, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 7112),          # 32x64 cs8
     ConvConfig(1, 60, 64, 9, 9, 5, 5, (1, 1), "SAME", "NCHW", 7113),               # cs16, C % 8
 ]
-NON_FINITE = [TC[i] for i in (0, 1, 3, 4, 7, 8, 11, 12)]
+NON_FINITE = [TC[i] for i in (0, 1, 3, 4, 7, 8, 9, 11, 12, 15, 18)]  # 9, 15, 18: direct stores
 
 
 @pytest.fixture(autouse=True)

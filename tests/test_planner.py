@@ -220,9 +220,11 @@ H200 = hwm.PRESETS["h200"]
     ("h200", "NCHW", 1, 512, 14, 512, 1, 32, False),   # 7 x 1 MB
     ("h200", "NCHW", 32, 64, 224, 64, 1, 128, True),   # 12544 x 16 kB = 205e6
     ("h200", "NCHW", 1, 64, 512, 64, 1, 128, True),    # 2048 x 16 kB = 33.5e6
-    ("h200", "NCHW", 32, 64, 56, 64, 1, 128, False),   # 784 x 16 kB = 12.8e6
-    ("h200", "NCHW", 1, 64, 224, 64, 1, 128, False),   # 392 x 16 kB
-    ("h200", "NCHW", 32, 128, 28, 128, 1, 128, False),  # C = 128: no tensor cores, 196 x 64 kB
+    ("h200", "NCHW", 32, 64, 56, 64, 1, 128, True),    # 1x1, C >= 64, direct stores: for the TC
+    ("h200", "NCHW", 32, 128, 28, 128, 1, 128, True),  # ... (784 / 196 tiles of 16 / 64 kB)
+    ("h200", "NCHW", 32, 128, 21, 128, 1, 128, False),  # ... not at OH*OW % 4 != 0 (the park)
+    ("h200", "NCHW", 1, 64, 56, 64, 1, 32, False),     # 98 tiles x 16 kB, fewer tiles than SMs
+    ("h200", "NCHW", 1, 64, 112, 64, 1, 32, False),    # 392 x 16 kB: the copy costs more
     ("h200", "NHWC", 1, 512, 14, 512, 3, 32, False),   # HWIO filters: nothing to stage
     ("h200", "NCHW", 1, 512, 14, 510, 3, 32, False),   # M % 4 != 0: no 16-byte filter loads
 ])
@@ -253,9 +255,15 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
     (("NHWC", "OIHW", "NHWC"), 32, 64, 56, 64, 3, 128, True),     # staged to HWIO first
     (("NHWC", "HWIO", "NCHW"), 32, 64, 56, 64, 3, 128, True),     # the output layout is free
     (("NHWC", "HWIO", "NHWC"), 1, 128, 28, 128, 3, 32, True),     # the 32x64 tile
-    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 1, 128, False),    # K = 1, C = 64: slower
-    (("NHWC", "HWIO", "NHWC"), 32, 128, 56, 128, 1, 128, False),  # K = 1, C = 128: slower
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 64, 1, 128, True),     # K = 1, C >= 64, stored
+    (("NHWC", "HWIO", "NHWC"), 32, 128, 56, 128, 1, 128, True),   # ... from the fragments
+    (("NHWC", "HWIO", "NHWC"), 32, 32, 56, 32, 1, 128, False),    # ... C = 32: not measured
+    (("NCHW", "HWIO", "NCHW"), 32, 128, 21, 128, 1, 128, False),  # ... OH*OW % 4: the park
+    (("NHWC", "HWIO", "NCHW"), 32, 128, 28, 128, 1, 128, False),  # ... NHWC in, NCHW out: park
+    (("NCHW", "HWIO", "NCHW"), 32, 256, 21, 256, 1, 128, True),   # ... C >= 256 even so
     (("NHWC", "HWIO", "NHWC"), 32, 256, 28, 256, 1, 128, True),   # K = 1, C >= 256: faster
+    (("NCHW", "OIHW", "NCHW"), 1, 64, 112, 64, 1, 32, False),     # K = 1, staging costs more
+    (("NCHW", "HWIO", "NCHW"), 1, 64, 112, 64, 1, 32, True),      # ... HWIO: no staging needed
     (("NCHW", "OIHW", "NCHW"), 32, 512, 7, 512, 1, 32, True),     # ... staged, 32x64
     (("NHWC", "HWIO", "NHWC"), 1, 256, 28, 256, 1, 32, False),    # ... fewer tiles than SMs
     (("NHWC", "HWIO", "NHWC"), 1, 512, 14, 512, 1, 32, False),    # ... split grid
