@@ -561,7 +561,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // output pixel, and the 8 lanes of a warp row cover 128 contiguous bytes, so the tile goes
   // straight from registers to global memory (no park, no barrier, 1/4 the stores).  Not in
   // the 128x128 tile (256 threads, 128 registers: it would spill; not planned on sm_90).
-  if constexpr (KM && NT < 256 && !MMA) {
+  if constexpr (KM && NT < 256 && (!MMA || BM == 32)) {  // (MMA && BM == 32: see below)
     // Pixel-contiguous output from the channel-major tile: a thread's rows ty*4 .. ty*4+3 (and
     // BM/2 + ...) are 4 consecutive pixels, a float4 per filter when OH*OW % 4 == 0 (runs never
     // straddle images and stay 16-byte aligned); the 4 ty lanes of a warp write 64 contiguous
@@ -603,7 +603,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // of one pixel (float2 each: 32 contiguous bytes, filter-contiguous output) and the 8 groups
   // 8 consecutive pixels (32 bytes per filter, pixel-contiguous output): whole sectors either
   // way, no barrier, no shared-memory round trip.
-  if constexpr (MMA) {
+  // Not in the 32x64 channel-major instance (NCHW input): compiled with this epilogue it ran
+  // 3-8% slower even where the park is taken (H200, driver, b1 7x7..28x28 K3/K5 cs16 and b32
+  // 7x7x512 K1/K5; code generation), so it keeps its former code exactly (PTX identical, the
+  // FFMA writer above included: the launch gives it y_vec = 0, so that never runs).
+  if constexpr (MMA && !(KM && BM == 32)) {
     if (a.y_vec != 0 && CS == 1) {
       bool bad = false;
 #pragma unroll
@@ -962,7 +966,8 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
   const bool tc = mc::tensor_cores(p, ch, am, bv);
-  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y);
+  // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
+  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) && !(tc && ch.tile == 3 && am == 0);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
           : (y_al && am == 0 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&

@@ -418,7 +418,8 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
     """plan[7]'s tensor-core bit for a W'x x M' tile: MC_TENSOR_CORES or 0, and why."""
     d = spec.dims
     taps = d["KH"] * d["KW"]
-    min_c = MC_TENSOR_CORE_MIN_C_1X1_DIRECT if _mc_direct_store(spec) else MC_TENSOR_CORE_MIN_C_1X1
+    min_c = (MC_TENSOR_CORE_MIN_C_1X1_DIRECT if _mc_direct_store(spec, Wx)
+             else MC_TENSOR_CORE_MIN_C_1X1)
     long_1x1 = taps == 1 and d["C"] >= min_c and c_split == 1 and tiles >= hw.sm_count
     if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or Mp != 64 or Wx not in MC_TENSOR_CORE_TILES
             or (taps < MC_TENSOR_CORE_MIN_TAPS and not long_1x1)):
@@ -440,12 +441,15 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
                              f"with >= {min_c} channels on a full grid)")
 
 
-def _mc_direct_store(spec: ConvSpec) -> bool:
-    """Whether an unsplit multi-channel launch stores its output straight from registers
-    (cuda/multi_channel.cu, launch_native's y_vec; XLA's buffers are 16-byte aligned)."""
+def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:
+    """Whether an unsplit tensor-core launch of the W'x x 64 tile stores its output straight
+    from registers (cuda/multi_channel.cu, launch_native's y_vec; XLA's buffers are 16-byte
+    aligned; the 32x64 instance for pixel-contiguous input keeps the park)."""
     d = spec.dims
     yn, yc, yh, yw = spec.out_strides
     xc, xw = spec.lhs_strides[1], spec.lhs_strides[3]
+    if Wx == 32 and abs(xc) > abs(xw):
+        return False
     filter_contiguous = yc == 1 and all(v % 4 == 0 for v in (d["M"], yn, yh, yw))
     pixel_runs = (abs(xc) > abs(xw) and yw == 1 and yh == d["OW"]
                   and (d["OH"] * d["OW"]) % 4 == 0 and yc % 4 == 0 and yn % 4 == 0)

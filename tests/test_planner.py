@@ -263,7 +263,9 @@ def test_filter_staging_with_oihw_filters_and_nhwc_input():
     (("NCHW", "HWIO", "NCHW"), 32, 256, 21, 256, 1, 128, True),   # ... C >= 256 even so
     (("NHWC", "HWIO", "NHWC"), 32, 256, 28, 256, 1, 128, True),   # K = 1, C >= 256: faster
     (("NCHW", "OIHW", "NCHW"), 1, 64, 112, 64, 1, 32, False),     # K = 1, staging costs more
-    (("NCHW", "HWIO", "NCHW"), 1, 64, 112, 64, 1, 32, True),      # ... HWIO: no staging needed
+    (("NCHW", "HWIO", "NCHW"), 1, 64, 112, 64, 1, 32, False),     # ... HWIO, but 32x64 NCHW: park
+    (("NHWC", "HWIO", "NHWC"), 1, 64, 112, 64, 1, 32, True),      # ... 32x64 NHWC: direct
+    (("NCHW", "HWIO", "NCHW"), 1, 64, 224, 64, 1, 128, True),     # ... 128x64 NCHW: direct
     (("NCHW", "OIHW", "NCHW"), 32, 512, 7, 512, 1, 32, True),     # ... staged, 32x64
     (("NHWC", "HWIO", "NHWC"), 1, 256, 28, 256, 1, 32, False),    # ... fewer tiles than SMs
     (("NHWC", "HWIO", "NHWC"), 1, 512, 14, 512, 1, 32, False),    # ... split grid
