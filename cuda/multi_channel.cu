@@ -557,6 +557,15 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     const int i = ii * TN + jj;
     return MMA ? (warp & 1) * 32 + ((i >> 2) & 3) * 8 + 2 * (lane & 3) + (i & 1) : fcol(jj);
   };
+  // Any non-finite accumulator in this thread (the tensor cores' inf x 0 = NaN; see below).
+  auto any_non_finite = [&]() {
+    bool bad = false;
+#pragma unroll
+    for (int ii = 0; ii < TM; ++ii)
+#pragma unroll
+      for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= FLT_MAX);
+    return bad;
+  };
   // Filter-contiguous output, no split: each thread's 4-filter runs are whole float4s of one
   // output pixel, and the 8 lanes of a warp row cover 128 contiguous bytes, so the tile goes
   // straight from registers to global memory (no park, no barrier, 1/4 the stores).  Not in
@@ -609,12 +618,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // FFMA writer above included: the launch gives it y_vec = 0, so that never runs).
   if constexpr (MMA && !(KM && BM == 32)) {
     if (a.y_vec != 0 && CS == 1) {
-      bool bad = false;
-#pragma unroll
-      for (int ii = 0; ii < TM; ++ii)
-#pragma unroll
-        for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= FLT_MAX);
-      if (!__syncthreads_or(bad)) {
+      if (!__syncthreads_or(any_non_finite())) {
 #pragma unroll
         for (int i0 = 0; i0 < TM * TN; i0 += 2) {  // accumulators i0, i0 + 1: one pixel, 2 filters
           const int ii = i0 / TN, jj = i0 % TN;
@@ -658,12 +662,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     // any non-finite partial sum (a non-finite input, or an overflow) is recomputed with FFMAs
     // over this block's share of the reduction, straight from global memory (slow, exact
     // float32 semantics; finite data never takes this path)
-    bool bad = false;
-#pragma unroll
-    for (int ii = 0; ii < TM; ++ii)
-#pragma unroll
-      for (int jj = 0; jj < TN; ++jj) bad |= !(fabsf(acc[ii][jj]) <= FLT_MAX);
-    if (__syncthreads_or(bad)) {
+    if (__syncthreads_or(any_non_finite())) {
       for (int e = tid; e < TILE; e += NT) {
         int p, n, ci;
         park_slot(e, p, n, ci);

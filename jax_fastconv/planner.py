@@ -448,10 +448,11 @@ def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:
     d = spec.dims
     yn, yc, yh, yw = spec.out_strides
     xc, xw = spec.lhs_strides[1], spec.lhs_strides[3]
-    if Wx == 32 and abs(xc) > abs(xw):
+    x_pixel_major = abs(xc) > abs(xw)             # the channel-major A tile (NCHW input)
+    if Wx == 32 and x_pixel_major:
         return False
     filter_contiguous = yc == 1 and all(v % 4 == 0 for v in (d["M"], yn, yh, yw))
-    pixel_runs = (abs(xc) > abs(xw) and yw == 1 and yh == d["OW"]
+    pixel_runs = (x_pixel_major and yw == 1 and yh == d["OW"]
                   and (d["OH"] * d["OW"]) % 4 == 0 and yc % 4 == 0 and yn % 4 == 0)
     return filter_contiguous or pixel_runs
 
