@@ -38,7 +38,8 @@ struct ConvParams {
   //                    2: rows across blocks, filters in Q pieces), P, Q,
   //                    filters_per_block, rows_per_block, prefetch (1) / volume (0), threads]
   //   kMultiChannel:  [2, S (elements of ch per segment), M', W'x, W'y, c_split, threads,
-  //                    flags (2: filters staged to HWIO, 4: 3xTF32 tensor cores)]
+  //                    flags (2: filters staged to HWIO, 4: 3xTF32 tensor cores,
+  //                    8: c_split ranks without a cluster, partials summed in a second pass)]
   int64_t plan[kPlanLen];
 
   FASTCONV_HD int64_t method() const { return plan[0]; }

@@ -20,10 +20,14 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
                                   cudaStream_t stream);
 
 // multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, stride 1). `workspace`
-// (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh);
-// without enough of it the filters are read in place.
+// (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh) and the
+// partial outputs of a split through global memory; without enough of it the filters are read
+// in place and the split goes back to a cluster.
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream);
+// Workspace elements launch_multi_channel uses for p's plan: the staged filters and, for a
+// split through global memory (plan[7] & 8), one partial output per rank (planner.workspace_elems).
+int64_t multi_channel_workspace_elems(const ConvParams& p);
 
 }  // namespace fastconv

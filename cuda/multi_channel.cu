@@ -33,6 +33,11 @@
 //          parks its partial tile in its own shared memory; after cluster.sync() block r sums
 //          slice r of the tile over ranks 0..CS-1 in fixed order through distributed shared
 //          memory and writes it.  No scratch memory, one pass, deterministic (same bits every run).
+//          Or, where plan[7] & 8 asks (tensor-core tiles, any CS <= 64), through global memory:
+//          the CS ranks run without a cluster (no co-scheduling on one GPC, any count), each
+//          writes its partial tile to the call's workspace, and mc_split_sum adds them in rank
+//          order (deterministic too).  Measured on the H200 where the grid model's advantage is
+//          clear (b32 7x7x512 K5: 32x64 x 16 in a cluster 128 us, 64x64 x 16 ranks 106 us).
 //
 // Plan -> launch mapping (launch_multi_channel).  The plan determines the launch; the
 // planner (jax_fastconv/planner.py _multi_channel, MC_CONFIGS) plans over exactly this menu:
@@ -46,7 +51,9 @@
 //   plan[5] c_split : cluster size CS, clamped to the device (1 below sm_90; 8; 16 for the
 //                     32x64 tile where the device co-schedules a non-portable cluster of 16) and
 //                     to the number of reduction iterations; <= 0 -> the split auto_config
-//                     would give this tile.
+//                     would give this tile.  With plan[7] & 8 (kSplitGlobal) the ranks of a
+//                     tensor-core tile run without a cluster (CS <= 64) when the workspace holds
+//                     their partial outputs (multi_channel_workspace_elems); else a cluster.
 //   plan[6] threads : ignored (implied by the tile).
 //   Only if plan[0] != 2 or any of plan[1..3] <= 0 or > 4096 is the whole configuration chosen
 //   by auto_config (the planner's grid rule with the device's SM count).
@@ -105,6 +112,7 @@ namespace mc {
 
 // plan[7] bit of a multi-channel plan (with filter_staging.cuh's kStageFiltersHWIO = 2).
 constexpr int64_t kTensorCores = 4;  // 3xTF32 mma.sync instead of FFMA (the BM x 64 tiles)
+constexpr int64_t kSplitGlobal = 8;  // c_split ranks without a cluster: partials + a sum pass
 
 struct KArgs {
   const float* __restrict__ x;
@@ -121,6 +129,9 @@ struct KArgs {
   int y_mfast;  // output writer: filter-fast (NHWC) or pixel-fast (NCHW)
   int y_vec;    // stores straight from registers (no split; FFMA 16-byte): 1 filter-contiguous
                 // output, 2 pixel-contiguous output with whole aligned runs of 4 pixels
+  float* part;  // split through global memory (kSplitGlobal): rank z's partial tile goes to
+                // part[z * P * M + i], i = p * M + m (filter-contiguous output) or m * P + p;
+                // null: the cluster split
 };
 
 template <int BM, int BN, int BK, int TM, int TN, int STAGES>
@@ -167,14 +178,18 @@ struct Cfg {
 // 14x14x256 K3 179.5 -> 158.5, 14x14x512 K5 1127 -> 1040, 224x224x64 K1 408 -> 398, the other
 // 24 NCHW layers of that tile within +-1.1%.  The NHWC instances lose 4-12% at 128 registers
 // (the spread loader's live values) and spill without it: they stay at 3 blocks.
-template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA>
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA, bool GS>
 constexpr int min_blocks() {
   return (BM == 128 && BN == 64 && AM == 0 && BV && !MMA) ? 4 : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
 }
 
-template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA = false>
+// GS: the split through global memory (kSplitGlobal; tensor-core tiles only): its own
+// instances, so that the epilogue it adds does not change the code of the others (a change of
+// the 64x64 tensor-core instance's epilogue cost 2-4% on its cluster-split layers, H200).
+template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA = false,
+          bool GS = false>
 __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
-                                  (min_blocks<BM, BN, BK, TM, TN, STAGES, AM, BV, MMA>()))
+                                  (min_blocks<BM, BN, BK, TM, TN, STAGES, AM, BV, MMA, GS>()))
     mc_kernel(const KArgs a) {
   using G = Cfg<BM, BN, BK, TM, TN, STAGES>;
   constexpr int NT = G::NT, LDB = G::LDB, LDC = G::LDC, TY = G::TY;
@@ -682,7 +697,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       }
     }
   }
-  if (CS > 1) {
+  if (CS > 1 && !GS) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
     __trap();  // unreachable: the launcher uses clusters only on sm_90+ (max_cluster)
 #else
@@ -708,13 +723,62 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     cluster.sync();  // keep every rank's shared memory alive until all have read it
 #endif
   } else {
+    // the tile, or (split through global memory) this rank's partial tile, written in the
+    // park's order: part[z][p][m] for filter-contiguous output, part[z][m][p] else
+    // (mc_split_sum adds the ranks in fixed order)
     __syncthreads();
-    for (int e = tid; e < TILE; e += NT) {
-      int p, n, ci;
-      park_slot(e, p, n, ci);
-      const long long ro = rowoff[p];
-      if (ro >= 0 && m0 + n < a.M) a.y[ro + (long long)(m0 + n) * a.y_sc] = Cs[ci];
+    if constexpr (GS) {  // (block coordinates re-read: fewer live values over the main loop)
+      const long long pb = (long long)blockIdx.x * BM, mb = blockIdx.y * BN;
+      float* part = a.part + (long long)blockIdx.z * a.P * a.M;
+      for (int e = threadIdx.x; e < TILE; e += NT) {
+        int p, n, ci;
+        park_slot(e, p, n, ci);
+        if (pb + p < a.P && mb + n < a.M)
+          part[ym ? (pb + p) * a.M + (mb + n) : (mb + n) * a.P + (pb + p)] = Cs[ci];
+      }
+    } else {
+      for (int e = tid; e < TILE; e += NT) {
+        int p, n, ci;
+        park_slot(e, p, n, ci);
+        const long long ro = rowoff[p];
+        if (ro >= 0 && m0 + n < a.M) a.y[ro + (long long)(m0 + n) * a.y_sc] = Cs[ci];
+      }
     }
+  }
+}
+
+// Second pass of the split through global memory: y = sum of the S ranks' partial tiles, in
+// rank order (deterministic, the same order as the cluster split's sum).  Element i of a
+// partial is pixel p, filter m: i = p * M + m (ym, filter-contiguous output) or m * P + p, so
+// consecutive threads read consecutive partials and write along the output's contiguous axis.
+// Four elements per thread (16-byte loads when P * M % 4 == 0).
+__global__ void __launch_bounds__(256) mc_split_sum(const float* __restrict__ part, int S,
+                                                    long long P, int M, float* __restrict__ y,
+                                                    long long y_sn, long long y_sc, long long y_sh,
+                                                    long long y_sw, int OH, int OW, int ym) {
+  const long long PM = P * M;
+  const long long i0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  if (i0 >= PM) return;
+  float s[4] = {0.f, 0.f, 0.f, 0.f};
+  if (PM % 4 == 0) {
+    for (int z = 0; z < S; ++z) {
+      const float4 v = *reinterpret_cast<const float4*>(part + z * PM + i0);
+      s[0] += v.x; s[1] += v.y; s[2] += v.z; s[3] += v.w;
+    }
+  } else {
+    for (int z = 0; z < S; ++z)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (i0 + j < PM) s[j] += part[z * PM + i0 + j];
+  }
+  const long long hw = (long long)OH * OW;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const long long i = i0 + j;
+    if (i >= PM) break;
+    const long long p = ym ? i / M : i % P, m = ym ? i % M : i / P;
+    const long long n = p / hw, r = p - n * hw, oh = r / OW, ow = r - oh * OW;
+    y[n * y_sn + oh * y_sh + ow * y_sw + m * y_sc] = s[j];
   }
 }
 
@@ -722,9 +786,10 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 using KernelFn = void (*)(const KArgs);
 
 struct Choice {
-  int tile;  // 0: 128x128, 1: 128x64, 2: 64x64, 3: 32x64
-  int bk;    // 8 or 16
-  int cs;    // cluster split
+  int tile;     // 0: 128x128, 1: 128x64, 2: 64x64, 3: 32x64
+  int bk;       // 8 or 16
+  int cs;       // split of the reduction (ranks)
+  bool global;  // ranks without a cluster: partials in the workspace + mc_split_sum
 };
 
 // kTileBM / kTileBN (the tiles by index) and cdiv: cuda/grid_model.h
@@ -732,10 +797,14 @@ struct Choice {
 template <int BM, int BN, int BK, int TM, int TN, int ST>
 struct Inst {
   using G = Cfg<BM, BN, BK, TM, TN, ST>;
-  static KernelFn fn(int am, bool bv, bool mma) {
-    if constexpr (BN == 64) {  // the tensor-core instances
-      if (mma && am == 2 && bv) return mc_kernel<BM, BN, BK, TM, TN, ST, 2, true, true>;
-      if (mma && am == 0 && bv) return mc_kernel<BM, BN, BK, TM, TN, ST, 0, true, true>;
+  static KernelFn fn(int am, bool bv, bool mma, bool gs) {
+    if constexpr (BN == 64) {  // the tensor-core instances (gs: split through global memory)
+      if (mma && am == 2 && bv)
+        return gs ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true, true, true>
+                  : mc_kernel<BM, BN, BK, TM, TN, ST, 2, true, true>;
+      if (mma && am == 0 && bv)
+        return gs ? mc_kernel<BM, BN, BK, TM, TN, ST, 0, true, true, true>
+                  : mc_kernel<BM, BN, BK, TM, TN, ST, 0, true, true>;
     }
     if (am == 2)
       return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
@@ -752,7 +821,7 @@ static void kernel_for(const Choice& ch, int am, bool bv, bool mma, KernelFn* fn
 #define MC_CASE(T, BK_, BM, BN, TM, TN, ST)              \
   if (ch.tile == T && ch.bk == BK_) {                     \
     using I = Inst<BM, BN, BK_, TM, TN, ST>;              \
-    *fn = I::fn(am, bv, mma);                             \
+    *fn = I::fn(am, bv, mma, ch.global);                  \
     *nt = I::G::NT;                                       \
     *smem = I::G::SMEM;                                   \
     return;                                               \
@@ -826,6 +895,7 @@ static Choice plan_config(const ConvParams& p, int sms) {
   const bool valid = p.plan[0] == kMultiChannel && S > 0 && Mp > 0 && Wx > 0 && S <= 4096 &&
                      Mp <= 4096 && Wx <= 4096;
   Choice ch;
+  ch.global = false;
   if (!valid) {
     ch = auto_config(p, sms);
   } else {
@@ -836,6 +906,7 @@ static Choice plan_config(const ConvParams& p, int sms) {
       // nearest of {128, 64, 32} (geometric midpoints 90, 45)
       ch.tile = Wx >= 91 ? 1 : (Wx >= 46 ? 2 : 3);
     }
+    ch.global = (p.plan[7] & kSplitGlobal) && split > 1;
     if (split > 0) {
       ch.cs = (int)(split > 64 ? 64 : split);
     } else if (ch.tile == 0) {
@@ -847,9 +918,18 @@ static Choice plan_config(const ConvParams& p, int sms) {
   if (ch.tile == 0) ch.bk = 8;  // 128x128 with 64-byte segments would spill (not instantiated)
   const int T = iterations(p, ch.bk);
   if (ch.cs > T) ch.cs = T > 0 ? T : 1;
-  if (ch.cs > max_cluster(ch.tile)) ch.cs = max_cluster(ch.tile);
+  if (!ch.global && ch.cs > max_cluster(ch.tile)) ch.cs = max_cluster(ch.tile);
   if (ch.cs < 1) ch.cs = 1;
+  if (ch.cs == 1) ch.global = false;
   return ch;
+}
+
+// Workspace elements the split through global memory needs after the staged filters: one
+// partial output per rank.  Independent of the device (the plan names the split).
+static int64_t split_partial_elems(const ConvParams& p) {
+  if (!(p.plan[7] & kSplitGlobal) || p.plan[5] <= 1) return 0;
+  const Choice ch = plan_config(p, 1);  // valid global plans never consult the SM count
+  return ch.global ? int64_t(ch.cs) * p.N * p.OH * p.OW * p.M : 0;
 }
 
 static int g_vector = 1;        // drivers may turn the 16-byte loaders off (A/B timing)
@@ -894,33 +974,42 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   bool bv = false;
   const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned
   mc::loader_modes(q, aligned, aligned, &am, &bv);
-  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
-                  ch.bk, ch.cs, staged_filter_elems(p) ? "+w" : "",  // "+w": staged as HWIO
+  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
+                  ch.bk, ch.cs, ch.global ? "g" : "",                  // "g": split via workspace
+                  staged_filter_elems(p) ? "+w" : "",  // "+w": staged as HWIO
                   mc::tensor_cores(q, ch, am, bv) ? "+tc" : "");     // "+tc": 3xTF32 MMA
 }
 
-namespace mc {
-static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
-                                 cudaStream_t stream);
+int64_t multi_channel_workspace_elems(const ConvParams& p) {
+  const int64_t split = mc::split_partial_elems(p);
+  return split ? staged_filter_elems(p) + split : staged_filter_elems(p);
 }
 
+namespace mc {
+static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
+                                 float* part, int64_t part_elems, cudaStream_t stream);
+}
+
+// Workspace: [staged HWIO filters (staged_filter_elems, a multiple of 4)][the split's partials
+// (split_partial_elems)].  Each part is used only when the workspace holds it (and is 16-byte
+// aligned): else the filters are read in place, the split goes back to a cluster.
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
-  // Filter staging (plan[7], filter_staging.cuh): only with a large enough workspace.
-  const int64_t need = staged_filter_elems(p);
-  if (need == 0 || workspace == nullptr || workspace_elems < need ||
-      !aligned16(workspace) || p.stride_h != 1 || p.stride_w != 1)
-    return mc::launch_native(p, x, w, y, stream);
+  const int64_t need = staged_filter_elems(p), need_part = mc::split_partial_elems(p);
+  const bool ws_ok = workspace != nullptr && aligned16(workspace);
+  float* part = ws_ok && need_part && workspace_elems >= need + need_part ? workspace + need : nullptr;
+  if (need == 0 || !ws_ok || workspace_elems < need || p.stride_h != 1 || p.stride_w != 1)
+    return mc::launch_native(p, x, w, y, part, need_part, stream);
   ConvParams q = p;
   const cudaError_t err = stage_filters(&q, &w, workspace, stream);
   if (err != cudaSuccess) return err;
-  return mc::launch_native(q, x, w, y, stream);
+  return mc::launch_native(q, x, w, y, part, need_part, stream);
 }
 
 namespace mc {
 static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
-                                 cudaStream_t stream) {
+                                 float* part, int64_t part_elems, cudaStream_t stream) {
   if (p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
   if (p.N < 0 || p.C < 0 || p.M < 0 || p.KH < 1 || p.KW < 1 || p.OH < 0 || p.OW < 0)
     return cudaErrorInvalidValue;
@@ -950,6 +1039,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::Choice ch = mc::plan_config(p, dev.sms);
 
   mc::KArgs a;
+  a.part = nullptr;
   a.w = w;
   a.C = (int)p.C; a.H = (int)p.H; a.W = (int)p.W; a.M = (int)p.M;
   a.KH = (int)p.KH; a.KW = (int)p.KW; a.OH = (int)p.OH; a.OW = (int)p.OW;
@@ -965,6 +1055,12 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
   const bool tc = mc::tensor_cores(p, ch, am, bv);
+  if (ch.global && (!tc || part == nullptr || part_elems < int64_t(ch.cs) * P * p.M)) {
+    // no room for the partials, or an FFMA instance (which has no partial-tile epilogue): the
+    // cluster split this tile allows
+    ch.global = false;
+    if (ch.cs > max_cluster(ch.tile)) ch.cs = max_cluster(ch.tile);
+  }
   // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
   const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) && !(tc && ch.tile == 3 && am == 0);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
@@ -983,7 +1079,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (err != cudaSuccess) return err;
   }
-  if (ch.cs > 8) {
+  if (ch.cs > 8 && !ch.global) {
     err = raise_func_attribute_once(fn_id, dev.device,
                                     cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (err != cudaSuccess) return err;
@@ -1008,9 +1104,18 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = ch.cs > 1 ? 1 : 0;
+    cfg.numAttrs = ch.cs > 1 && !ch.global ? 1 : 0;
+    if (ch.global) a.part = part;  // this chunk's partials (the chunks run in stream order)
     err = cudaLaunchKernelEx(&cfg, fn, a);
     if (err != cudaSuccess) return err;
+    if (ch.global) {
+      const long long blocks = mc::cdiv(mc::cdiv(a.P * p.M, 4), 256);
+      mc::mc_split_sum<<<(unsigned)blocks, 256, 0, stream>>>(part, ch.cs, a.P, (int)p.M, a.y, p.y_sn,
+                                                             p.y_sc, p.y_sh, p.y_sw, (int)p.OH,
+                                                             (int)p.OW, a.y_mfast);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) return err;
+    }
   }
   return cudaSuccess;  // cudaLaunchKernelEx returned each launch's error
 }

@@ -136,6 +136,22 @@ MC_TILE_COST_TC = {128: 1.0, 64: 1.07, 32: 1.38}
 MC_SPLIT_STEPS_TC = {128: 4.1, 64: 3.0, 32: 3.0}
 MC_FEW_BLOCKS_COST_TC = {1: 1.50, 2: 1.07}
 MC_MAX_SPLIT = 8                # portable cluster size
+# Split through global memory (plan[7] bit 8, cuda/multi_channel.cu kSplitGlobal): the ranks run
+# without a cluster (any count, no co-scheduling on one GPC), park their partial tiles in the
+# call's workspace, and a second kernel sums them in rank order. Offered to the tensor-core
+# layers only (where it was measured): cost = the grid model's with a rank's fixed cost
+# MC_GLOBAL_SPLIT_STEPS_TC (partial tile out, the sum pass) and x MC_GLOBAL_SPLIT_COST_TC (no
+# cluster placement), fitted to a sweep of 14 layers x 30 (tile, split) variants on an H200
+# (benchmarks/fit_split_global.py on benchmarks/results/sweeps/split-global-sweep-nvidia-h200-
+# 20261121.txt: picks within 0.06% of the best measured variant on average, worst 0.8%).
+MC_SPLIT_GLOBAL = 8
+MC_GLOBAL_SPLITS = (4, 6, 8, 10, 12, 16, 20, 24, 32, 48)
+MC_GLOBAL_SPLIT_STEPS_TC = {128: 8.0, 64: 10.0, 32: 8.0}
+MC_GLOBAL_SPLIT_COST_TC = 0.95
+# ... taken only where its cost is below this fraction of the cluster plan's: the sweep does not
+# order plans closer than that (b32 14x14x256 K5 NHWC, 128x64 x 6 ranks, modelled 0.965 of the
+# cluster plan, measured 1.20x; b32 14x14x512 K3 at 0.999 measured 0.93x).
+MC_GLOBAL_SPLIT_MARGIN = 0.95
 MC_MAX_SPLIT_SM90_SMALL = 16    # non-portable cluster of 16 on sm_90, 32x64 tile only
 # Filter staging (plan[7] bit 2, cuda/filter_staging.cuh): copy dense OIHW filters to HWIO in
 # the call's workspace so the kernel's filter loads are 16-byte and filter-contiguous. Per stage
@@ -252,6 +268,8 @@ QUANTITY_NOTES = {
     "channels_per_split": "channels per split",
     "grid_cost": "the grid model's cost of this tile x split, in 128x64 tile-steps per SM",
     "filter_staging": "plan[7]: 2 = the OIHW filters are copied to HWIO first, 0 = read in place",
+    "split_global": "plan[7]: 8 = the c_split ranks run without a cluster, partials summed in a "
+                    "second pass (workspace), 0 = cluster or no split",
 }
 
 
@@ -385,6 +403,13 @@ def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: i
     return tile_cost[Wx] * per_sm * rank * Wx / 128 * few_cost.get(min(per_sm, b), 1.0)
 
 
+def _mc_global_split_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int,
+                          n_sm: int) -> float:
+    """The grid model for a tensor-core tile split through global memory (MC_SPLIT_GLOBAL)."""
+    return MC_GLOBAL_SPLIT_COST_TC * _mc_grid_cost(
+        tiles, steps, Wx, c_split, b, n_sm, split_steps=MC_GLOBAL_SPLIT_STEPS_TC, tc=True)
+
+
 def _dense_oihw_filters(spec: ConvSpec) -> bool:
     d = spec.dims
     kk = d["KH"] * d["KW"]
@@ -458,14 +483,18 @@ def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:
 
 
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:
-    """float32 elements of the CUDA call's workspace result: the HWIO copy of the filters when
-    plan[7] asks for it (the same size as cuda/filter_staging.cuh staged_filter_elems), else 0."""
-    if plan.method != "multi_channel" or not plan.kernel_attrs[7] & MC_STAGE_FILTERS:
-        return 0
-    if not _dense_oihw_filters(spec):
+    """float32 elements of the CUDA call's workspace result (cuda/multi_channel.cu
+    multi_channel_workspace_elems): the HWIO copy of the filters when plan[7] asks for it
+    (filter_staging.cuh staged_filter_elems), then, for a split through global memory, one
+    partial output per rank; 0 when neither."""
+    if plan.method != "multi_channel":
         return 0
     d = spec.dims
-    return -(-(d["M"] * d["C"] * d["KH"] * d["KW"]) // 4) * 4
+    a = plan.kernel_attrs
+    staged = (-(-(d["M"] * d["C"] * d["KH"] * d["KW"]) // 4) * 4
+              if a[7] & MC_STAGE_FILTERS and _dense_oihw_filters(spec) else 0)
+    split = a[5] if a[7] & MC_SPLIT_GLOBAL and a[5] > 1 else 0
+    return staged + split * d["N"] * d["OH"] * d["OW"] * d["M"]
 
 
 def _mc_size_limit(spec: ConvSpec) -> str | None:
@@ -566,7 +595,16 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
             if cs <= min(_mc_max_split(hw, Wx), c["steps"]):
                 grid.append((_mc_grid_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm,
                                            tc=tc_grid), c, cs))
-    chosen, c_split, grid_cost = paper, 1, 0.0
+    # splits through global memory (tensor-core layers): any rank count, their own constants
+    glob = []
+    if tc_grid:
+        for Wx in MC_GRID_TILES:
+            c = pick(Wx, Se_pref)
+            for cs in MC_GLOBAL_SPLITS if c is not None else ():
+                if cs <= c["steps"]:
+                    glob.append((_mc_global_split_cost(c["tiles"], c["steps"], Wx, cs, c["b"],
+                                                       n_sm), c, cs))
+    chosen, c_split, grid_cost, split_global = paper, 1, 0.0, False
     if grid:
         cost, best, cs = min(grid, key=lambda g: g[0])   # ties: the larger tile, the smaller split
         unsplit = [g[0] for g in grid if g[1]["Wx"] == paper["Wx"] and g[2] == 1]
@@ -583,6 +621,14 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
             if c_split > 1:
                 why += (" (beyond the paper: the ch reduction is split over a thread-block "
                         "cluster and summed through distributed shared memory)")
+        if glob:
+            gcost, gbest, gcs = min(glob, key=lambda g: g[0])
+            if gcost < MC_GLOBAL_SPLIT_MARGIN * min(cost, grid_cost if grid_cost else cost):
+                why += (f"; split through global memory instead: {gbest['Wx']}x{gbest['Mp']}/"
+                        f"S{gbest['S']}, {gbest['tiles']} tiles x {gcs} ranks, cost {gcost:.0f} "
+                        f"(ranks without a cluster park partial tiles in the workspace, a second "
+                        f"pass sums them in rank order)")
+                chosen, c_split, grid_cost, split_global = gbest, gcs, gcost, True
     c = chosen
     lat_q = list(lat.items())
     q = lat_q + [
@@ -612,8 +658,11 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     if tc_why:
         why += f"; {tc_why}"
     q.append(("tensor_cores", int(bool(tc))))
+    if split_global and not tc:  # (cannot happen for >= 9 taps: tc_grid is this tile's answer)
+        raise AssertionError("split through global memory planned off the tensor cores")
+    q.append(("split_global", int(split_global)))
     attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"],
-             stage | tc)
+             stage | tc | (MC_SPLIT_GLOBAL if split_global else 0))
     return Plan("multi_channel", f"C > 1, stride 1: stride-fixed block (sec 3.2): {why}",
                 hw.name, tuple(q), tuple(int(a) for a in attrs))
 

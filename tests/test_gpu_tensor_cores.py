@@ -1,7 +1,8 @@
-"""GPU tests of the multi-channel kernel's 3xTF32 tensor-core path (plan[7] & 4): float32
-accuracy against lax HIGHEST, same bits on repeated runs, and float32 semantics for non-finite
-inputs (inf x 0 is NaN on the tensor cores: the kernel recomputes such tiles with FFMAs), for
-channel-contiguous (NHWC) and pixel-contiguous (NCHW) input.  Marked `gpu`; skipped cleanly
+"""GPU tests of the multi-channel kernel's 3xTF32 tensor-core path (plan[7] & 4), and of its split
+through global memory (plan[7] & 8): float32 accuracy against lax HIGHEST, same bits on repeated
+runs, and float32 semantics for non-finite inputs (inf x 0 is NaN on the tensor cores: the
+kernel recomputes such tiles with FFMAs), for channel-contiguous (NHWC) and pixel-contiguous
+(NCHW) input.  Marked `gpu`; skipped cleanly
 without a CUDA device or the CUDA extension.
 """
 from __future__ import annotations
@@ -52,7 +53,20 @@ TC = [
     ConvConfig(1, 128, 128, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 7112),          # 32x64 cs8
     ConvConfig(1, 60, 64, 9, 9, 5, 5, (1, 1), "SAME", "NCHW", 7113),               # cs16, C % 8
 ]
-NON_FINITE = [TC[i] for i in (0, 1, 3, 4, 7, 8, 9, 11, 12, 15, 18)]  # 9, 15, 18: direct stores
+# Layers the H100/H200 plans split through global memory (plan[7] & 8: ranks without a
+# cluster, partial tiles in the workspace, a second pass sums them): every tile, S = 32 and 64 B,
+# rank counts no cluster holds (10, 12, 24, 32), M tails, padding, staged OIHW filters.
+GLOBAL = [
+    ConvConfig(1, 512, 512, 7, 7, 5, 5, (1, 1), "VALID", "NHWC", 7200),           # 32x64 x 32
+    ConvConfig(1, 300, 68, 16, 10, 5, 5, (1, 1), "VALID", "NCHW", 7201),          # 32x64 S32 x 32
+    ConvConfig(2, 200, 128, 23, 17, 5, 5, (1, 1), "VALID", "NCHW", 7202),         # 64x64 S32 x 16
+    ConvConfig(1, 300, 196, 24, 28, 3, 3, (1, 1), "VALID", "NHWC", 7203),         # 64x64 S32 x 10
+    ConvConfig(2, 512, 300, 17, 18, 5, 5, (1, 1), "SAME", "NHWC", 7204),          # 128x64 x 10
+    ConvConfig(4, 512, 68, 7, 24, 3, 3, (1, 1), "SAME", "NCHW", 7205),            # 64x64 x 12
+    ConvConfig(1, 384, 68, 18, 8, 5, 5, (1, 1), "SAME", "NCHW", 7206),            # 32x64 x 24
+]
+NON_FINITE = ([TC[i] for i in (0, 1, 3, 4, 7, 8, 9, 11, 12, 15, 18)]  # 9, 15, 18: direct stores
+              + [GLOBAL[i] for i in (1, 4)])
 
 
 @pytest.fixture(autouse=True)
@@ -80,6 +94,18 @@ def test_tensor_cores_vs_lax(cfg):
     assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
     again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
     np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits
+
+
+@pytest.mark.parametrize("cfg", GLOBAL, ids=lambda c: c.id)
+def test_split_through_global_memory_vs_lax(cfg):
+    ex = _tensor_core_plan(cfg)
+    assert ex.plan.kernel_attrs[7] & planner.MC_SPLIT_GLOBAL and ex.plan["c_split"] > 1, ex.reason
+    assert "split through global memory" in ex.reason
+    x, w = cfg.arrays()
+    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
+    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits (rank order)
 
 
 def _numpy_nhwc_conv(x, w, padding):

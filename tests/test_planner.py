@@ -299,6 +299,46 @@ def test_tensor_cores_need_sm90_and_a_square_enough_kernel():
     assert plan.method == "multi_channel" and not plan.kernel_attrs[7] & pl.MC_TENSOR_CORES
 
 
+def test_split_through_global_memory():
+    # b32 7x7x512 K5 VALID (NHWC): P = 32 x 3 x 3 = 288, 32 segments x 25 taps = 800 steps.
+    # Cluster splits (tensor-core constants): the least is 32x64 split 16, 2 x 50 + 3.0 ... =
+    # cost 165. Through global memory (MC_GLOBAL_SPLIT_*): 64x64, 5 x 8 = 40 tiles x 16 ranks =
+    # 640 blocks, 5 per SM of 50 + 10 steps: 0.95 x 1.07 x 5 x 60 x 64/128 = 152.5 < 0.95 x 165.
+    # Measured (H200, driver): 127.9 -> 106.1 us NHWC, 150.3 -> 122.5 us NCHW.
+    spec = spec_from_logical(32, 512, 7, 7, 512, 5, 5, layout="NHWC")
+    plan = pl.make_plan(spec, H200)
+    flags = pl.MC_TENSOR_CORES | pl.MC_SPLIT_GLOBAL
+    assert plan.kernel_attrs == (2, 16, 64, 64, 5, 16, 128, flags), plan.reason
+    assert plan["split_global"] == 1 and plan["grid_cost"] == pytest.approx(152.5, abs=0.05)
+    assert pl._mc_global_split_cost(40, 800, 64, 16, 4, 132) == pytest.approx(0.95 * 1.07 * 5 * 60 * 0.5)
+    assert "split through global memory instead" in plan.reason and "cost 152" in plan.reason
+    assert pl.workspace_elems(spec, plan) == 16 * 288 * 512          # one partial output per rank
+    nchw = spec_from_logical(32, 512, 7, 7, 512, 5, 5)               # + the staged HWIO filters
+    plan = pl.make_plan(nchw, H200)
+    assert plan.kernel_attrs[7] == flags | pl.MC_STAGE_FILTERS
+    assert pl.workspace_elems(nchw, plan) == 512 * 512 * 25 + 16 * 288 * 512
+    # b1 7x7x512 K5: 32x64 x 32 ranks (no cluster holds more than 16)
+    plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 5, 5, layout="NHWC"), H200)
+    assert plan.kernel_attrs[3] == 32 and plan["c_split"] == 32 and plan["split_global"] == 1
+
+
+def test_split_through_global_memory_needs_a_clear_margin():
+    # b32 14x14x256 K5 (NHWC): 128x64 x 6 ranks models 356 against the cluster plan's 369
+    # (0.965, above MC_GLOBAL_SPLIT_MARGIN) and measured 1.20x slower: the cluster plan stays
+    plan = pl.make_plan(spec_from_logical(32, 256, 14, 14, 256, 5, 5, layout="NHWC"), H200)
+    assert plan["split_global"] == 0 and not plan.kernel_attrs[7] & pl.MC_SPLIT_GLOBAL
+    assert plan.kernel_attrs[2:6] == (64, 64, 5, 8) and "global memory" not in plan.reason
+
+
+def test_split_through_global_memory_only_on_the_tensor_cores():
+    # OIHW filters with M % 4 != 0 cannot be staged: FFMA, whose split stays a cluster
+    for spec, hw in ((spec_from_logical(1, 512, 7, 7, 510, 5, 5), H200),
+                     (spec_from_logical(1, 512, 7, 7, 512, 5, 5, layout="NHWC"), GTX)):
+        plan = pl.make_plan(spec, hw)
+        assert plan.method == "multi_channel" and not plan.kernel_attrs[7] & pl.MC_SPLIT_GLOBAL
+        assert plan["c_split"] <= 16 and pl.workspace_elems(spec, plan) == 0
+
+
 def test_no_workspace_outside_multi_channel():
     for spec in (spec_from_logical(1, 1, 64, 64, 32, 3, 3), spec_from_logical(1, 4, 9, 9, 8, 3, 3)):
         plan = pl.make_plan(spec, H200)
@@ -405,6 +445,10 @@ def test_every_plan_respects_limits_and_covers_output_once(preset):
             P = d["N"] * d["OH"] * d["OW"]
             assert plan["output_tiles"] == -(-P // wx) * -(-d["M"] // mp)
             cmax = 1 if hw.compute_capability < (9, 0) else (16 if wx == 32 else 8)
+            if plan.kernel_attrs[7] & pl.MC_SPLIT_GLOBAL:   # ranks without a cluster
+                assert plan.kernel_attrs[7] & pl.MC_TENSOR_CORES and c_split > 1
+                assert c_split in pl.MC_GLOBAL_SPLITS and plan["split_global"] == 1
+                cmax = max(pl.MC_GLOBAL_SPLITS)
             assert 1 <= c_split <= min(cmax, plan["reduction_steps"])
             assert plan["reduction_steps"] == -(-d["C"] // s_e) * d["KH"] * d["KW"]
             if c_split > 1:

@@ -120,7 +120,7 @@ static CheckResult check_case(const Case& cs, std::mt19937_64& rng, bool force_f
   CK(cudaMalloc(&dx, nx * 4 + 16));
   CK(cudaMalloc(&dw, nw * 4 + 16));
   CK(cudaMalloc(&dy, ny * 4 + 16));
-  const int64_t nws = fastconv::staged_filter_elems(p);
+  const int64_t nws = fastconv::multi_channel_workspace_elems(p);
   float* dws = nullptr;
   if (nws) CK(cudaMalloc(&dws, nws * 4));
   CK(cudaMemcpy(dx, hx.data(), nx * 4, cudaMemcpyHostToDevice));
@@ -226,7 +226,7 @@ static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
   size_t set_bytes = (nx + nw + ny) * 4;
   int R = (int)std::min<size_t>(16, std::max<size_t>(2, (size_t)(256u << 20) / set_bytes));
   std::vector<float*> X(R), Wt(R), Y(R), WS(R, nullptr);
-  const int64_t nws = fastconv::staged_filter_elems(p);
+  const int64_t nws = fastconv::multi_channel_workspace_elems(p);
   std::vector<float> hx(nx), hw(nw);
   fill(hx, rng);
   fill(hw, rng);
@@ -321,6 +321,7 @@ static Case random_case(std::mt19937_64& rng) {
   c.plan[0] = 2;
   c.plan[7] = U(0, 1) * 2;  // filter staging (taken only where its preconditions hold)
   c.plan[7] |= U(0, 1) * 4;  // tensor cores (likewise: 128x64 / 64x64, 16-byte loaders)
+  c.plan[7] |= U(0, 2) == 0 ? 8 : 0;  // split through global memory (where plan[5] > 1)
   int mode = U(0, 3);
   if (mode == 0) {
     for (int i = 1; i < 8; ++i) c.plan[i] = 0;  // auto
@@ -458,7 +459,12 @@ int main(int argc, char** argv) {
     Case d = layer(1, 32, 12, 36, 3, false);  // NCHW/OIHW, filters staged as HWIO
     d.plan[7] = 2;
     d.pt = d.pl = d.pb = d.pr = 1;
-    for (Case* cs : {&a, &b, &c, &d}) {
+    Case e = layer(2, 37, 9, 44, 3, false);  // split through global memory, 5 ranks, FFMA
+    e.plan[1] = 8; e.plan[2] = 64; e.plan[3] = 64; e.plan[5] = 5; e.plan[7] = 8;
+    e.pt = e.pl = 1; e.pb = 2; e.pr = 0; e.KW = 2;
+    Case f = layer(1, 64, 9, 64, 3, true);  // the same with the tensor cores, 128x64, 6 ranks
+    f.plan[1] = 16; f.plan[2] = 64; f.plan[3] = 128; f.plan[5] = 6; f.plan[7] = 8 | 4;
+    for (Case* cs : {&a, &b, &c, &d, &e, &f}) {
       CheckResult r = check_case(*cs, rng, true);
       print_case(*cs);
       printf(" -> %s rel %.2e written %d bitident %d %s\n", r.desc.c_str(), r.rel, r.all_written,
