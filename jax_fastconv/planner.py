@@ -461,9 +461,10 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
         return 0, ""
     if taps == 1 and not hwio_vec and _mc_staging_score(spec, Wx)[2] < MC_TENSOR_CORE_STAGE_MIN_1X1:
         return 0, ""  # a small 1x1 layer: the staging copy costs more than the tensor cores save
+    why = (f"1x1 kernels with >= {min_c} channels on a full unsplit grid; C = {d['C']} here"
+           if taps == 1 else f"3x3 and larger kernels; {taps} taps here")
     return MC_TENSOR_CORES, ("3xTF32 on the tensor cores (mma.sync, float32 accuracy) instead "
-                             "of FFMA (measured faster for 3x3 and larger kernels, and 1x1 ones "
-                             f"with >= {min_c} channels on a full grid)")
+                             f"of FFMA (measured faster for {why})")
 
 
 def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:

@@ -287,6 +287,10 @@ def test_tensor_core_rule(dn, N, C, H, M, K, tile, tc):
     assert bool(plan.kernel_attrs[7] & pl.MC_TENSOR_CORES) == tc == bool(plan["tensor_cores"])
     assert ("3xTF32 on the tensor cores" in plan.reason) == tc
     assert plan.kernel_attrs[7] & pl.MC_STAGE_FILTERS == plan["filter_staging"]
+    if tc:  # the reason names the rule that applied to this kernel size, not the other one
+        assert (f"{K * K} taps here" in plan.reason) == (K > 1)
+        assert ("1x1 kernels with >= " in plan.reason) == (K == 1)
+        assert (f"C = {C} here" in plan.reason) == (K == 1)
 
 
 def test_tensor_cores_need_sm90_and_a_square_enough_kernel():
