@@ -75,6 +75,10 @@ Departures from the paper (each one deliberate; the paper mixes bytes and elemen
    relatively less than the FFMA ones (the 128x64 instance runs 3 blocks per SM at 168
    registers). The split reduction (thread-block cluster,
    distributed shared memory, fixed order) is what the paper rejected on Pascal (section 2.3).
+   Tensor-core layers may instead split through global memory (MC_SPLIT_GLOBAL: ranks without
+   a cluster, any count in MC_GLOBAL_SPLITS, partial tiles in the workspace summed by a second
+   kernel in rank order), costed by the same form with MC_GLOBAL_SPLIT_STEPS_TC and
+   MC_GLOBAL_SPLIT_COST_TC and taken only MC_GLOBAL_SPLIT_MARGIN below the best cluster plan.
 """
 from __future__ import annotations
 
