@@ -785,7 +785,7 @@ __global__ void __launch_bounds__(256) mc_split_sum(const float* __restrict__ pa
     // the next element: the next filter (ym), else the next pixel (ow, oh, n), wrapping into
     // the next pixel / filter
     if (ym) {
-      if (++m == M) { m = 0; ++p; if (++ow == OW) { ow = 0; if (++oh == OH) { oh = 0; ++n; } } }
+      if (++m == M) { m = 0; if (++ow == OW) { ow = 0; if (++oh == OH) { oh = 0; ++n; } } }
     } else {
       ++p;
       if (++ow == OW) { ow = 0; if (++oh == OH) { oh = 0; ++n; } }
@@ -906,8 +906,7 @@ static Choice plan_config(const ConvParams& p, int sms) {
   const int64_t S = p.plan[1], Mp = p.plan[2], Wx = p.plan[3], split = p.plan[5];
   const bool valid = p.plan[0] == kMultiChannel && S > 0 && Mp > 0 && Wx > 0 && S <= 4096 &&
                      Mp <= 4096 && Wx <= 4096;
-  Choice ch;
-  ch.global = false;
+  Choice ch{};
   if (!valid) {
     ch = auto_config(p, sms);
   } else {
@@ -969,6 +968,15 @@ static bool tensor_cores(const ConvParams& p, const Choice& ch, int am, bool bv)
   return asked && ch.tile >= 1 && (am == 2 || am == 0) && bv;
 }
 
+// The split through global memory runs only in the tensor-core instances (the GS ones) and only
+// with the partials' workspace; else the plan's ranks go back to the cluster this tile allows.
+static void settle_split(Choice* ch, bool tc, bool have_partials) {
+  if (ch->global && !(tc && have_partials)) {
+    ch->global = false;
+    if (ch->cs > max_cluster(ch->tile)) ch->cs = max_cluster(ch->tile);
+  }
+}
+
 }  // namespace mc
 
 void multi_channel_set_vector(int on) { mc::g_vector = on; }
@@ -986,20 +994,21 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   bool bv = false;
   const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned
   mc::loader_modes(q, aligned, aligned, &am, &bv);
+  const bool tc = mc::tensor_cores(q, ch, am, bv);
+  mc::settle_split(&ch, tc, true);  // (with the workspace the planner sizes)
   return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
                   ch.bk, ch.cs, ch.global ? "g" : "",                  // "g": split via workspace
                   staged_filter_elems(p) ? "+w" : "",  // "+w": staged as HWIO
-                  mc::tensor_cores(q, ch, am, bv) ? "+tc" : "");     // "+tc": 3xTF32 MMA
+                  tc ? "+tc" : "");                    // "+tc": 3xTF32 MMA
 }
 
 int64_t multi_channel_workspace_elems(const ConvParams& p) {
-  const int64_t split = mc::split_partial_elems(p);
-  return split ? staged_filter_elems(p) + split : staged_filter_elems(p);
+  return staged_filter_elems(p) + mc::split_partial_elems(p);
 }
 
 namespace mc {
 static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
-                                 float* part, int64_t part_elems, cudaStream_t stream);
+                                 float* part, cudaStream_t stream);
 }
 
 // Workspace: [staged HWIO filters (staged_filter_elems, a multiple of 4)][the split's partials
@@ -1012,16 +1021,18 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
   const bool ws_ok = workspace != nullptr && aligned16(workspace);
   float* part = ws_ok && need_part && workspace_elems >= need + need_part ? workspace + need : nullptr;
   if (need == 0 || !ws_ok || workspace_elems < need || p.stride_h != 1 || p.stride_w != 1)
-    return mc::launch_native(p, x, w, y, part, need_part, stream);
+    return mc::launch_native(p, x, w, y, part, stream);
   ConvParams q = p;
   const cudaError_t err = stage_filters(&q, &w, workspace, stream);
   if (err != cudaSuccess) return err;
-  return mc::launch_native(q, x, w, y, part, need_part, stream);
+  return mc::launch_native(q, x, w, y, part, stream);
 }
 
 namespace mc {
+// part: the split's partials (split_partial_elems of them), or null where the workspace
+// cannot hold them.
 static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
-                                 float* part, int64_t part_elems, cudaStream_t stream) {
+                                 float* part, cudaStream_t stream) {
   if (p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
   if (p.N < 0 || p.C < 0 || p.M < 0 || p.KH < 1 || p.KW < 1 || p.OH < 0 || p.OW < 0)
     return cudaErrorInvalidValue;
@@ -1067,12 +1078,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
   const bool tc = mc::tensor_cores(p, ch, am, bv);
-  if (ch.global && (!tc || part == nullptr || part_elems < int64_t(ch.cs) * P * p.M)) {
-    // no room for the partials, or an FFMA instance (which has no partial-tile epilogue): the
-    // cluster split this tile allows
-    ch.global = false;
-    if (ch.cs > max_cluster(ch.tile)) ch.cs = max_cluster(ch.tile);
-  }
+  mc::settle_split(&ch, tc, part != nullptr);
   // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
   const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) && !(tc && ch.tile == 3 && am == 0);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&

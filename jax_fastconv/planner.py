@@ -605,7 +605,9 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     if tc_grid:
         for Wx in MC_GRID_TILES:
             c = pick(Wx, Se_pref)
-            for cs in MC_GLOBAL_SPLITS if c is not None else ():
+            if c is None:
+                continue
+            for cs in MC_GLOBAL_SPLITS:
                 if cs <= c["steps"]:
                     glob.append((_mc_global_split_cost(c["tiles"], c["steps"], Wx, cs, c["b"],
                                                        n_sm), c, cs))
@@ -628,7 +630,7 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
                         "cluster and summed through distributed shared memory)")
         if glob:
             gcost, gbest, gcs = min(glob, key=lambda g: g[0])
-            if gcost < MC_GLOBAL_SPLIT_MARGIN * min(cost, grid_cost if grid_cost else cost):
+            if gcost < MC_GLOBAL_SPLIT_MARGIN * cost:   # cost: the best cluster (or unsplit) plan's
                 why += (f"; split through global memory instead: {gbest['Wx']}x{gbest['Mp']}/"
                         f"S{gbest['S']}, {gbest['tiles']} tiles x {gcs} ranks, cost {gcost:.0f} "
                         f"(ranks without a cluster park partial tiles in the workspace, a second "

@@ -459,7 +459,8 @@ int main(int argc, char** argv) {
     Case d = layer(1, 32, 12, 36, 3, false);  // NCHW/OIHW, filters staged as HWIO
     d.plan[7] = 2;
     d.pt = d.pl = d.pb = d.pr = 1;
-    Case e = layer(2, 37, 9, 44, 3, false);  // split through global memory, 5 ranks, FFMA
+    Case e = layer(2, 37, 9, 44, 3, false);  // global split asked off the tensor cores (FFMA):
+                                             // runs as a cluster of 5
     e.plan[1] = 8; e.plan[2] = 64; e.plan[3] = 64; e.plan[5] = 5; e.plan[7] = 8;
     e.pt = e.pl = 1; e.pb = 2; e.pr = 0; e.KW = 2;
     Case f = layer(1, 64, 9, 64, 3, true);  // the same with the tensor cores, 128x64, 6 ranks
