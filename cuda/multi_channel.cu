@@ -763,9 +763,18 @@ __global__ void __launch_bounds__(256) mc_split_sum(const float* __restrict__ pa
   if (i0 >= PM) return;
   float s[4] = {0.f, 0.f, 0.f, 0.f};
   if (PM % 4 == 0) {
-#pragma unroll 4
-    for (int z = 0; z < S; ++z) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(part + z * PM + i0));
+    const float4* src = reinterpret_cast<const float4*>(part + i0);
+    const long long step = PM / 4;
+    int z = 0;
+    for (; z + 8 <= S; z += 8) {  // 8 loads in flight, then added in rank order
+      float4 v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = __ldg(src + (z + j) * step);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) { s[0] += v[j].x; s[1] += v[j].y; s[2] += v[j].z; s[3] += v[j].w; }
+    }
+    for (; z < S; ++z) {
+      const float4 v = __ldg(src + z * step);
       s[0] += v.x; s[1] += v.y; s[2] += v.z; s[3] += v.w;
     }
   } else {
