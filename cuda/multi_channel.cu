@@ -1071,7 +1071,6 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::Choice ch = mc::plan_config(p, dev.sms);
 
   mc::KArgs a;
-  a.part = nullptr;
   a.w = w;
   a.C = (int)p.C; a.H = (int)p.H; a.W = (int)p.W; a.M = (int)p.M;
   a.KH = (int)p.KH; a.KW = (int)p.KW; a.OH = (int)p.OH; a.OW = (int)p.OW;
@@ -1088,6 +1087,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
   const bool tc = mc::tensor_cores(p, ch, am, bv);
   mc::settle_split(&ch, tc, part != nullptr);
+  a.part = ch.global ? part : nullptr;  // (every chunk's partials: the chunks run in stream order)
   // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
   const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) && !(tc && ch.tile == 3 && am == 0);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
@@ -1132,7 +1132,6 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = ch.cs > 1 && !ch.global ? 1 : 0;
-    if (ch.global) a.part = part;  // this chunk's partials (the chunks run in stream order)
     err = cudaLaunchKernelEx(&cfg, fn, a);
     if (err != cudaSuccess) return err;
     if (ch.global) {

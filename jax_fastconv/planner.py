@@ -591,7 +591,7 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     # the grid's M' = 64 tiles run on the tensor cores (>= 9 taps; OIHW filters then staged)
     tc_grid = KH * KW >= MC_TENSOR_CORE_MIN_TAPS and bool(
         _mc_tensor_cores(hw, spec, 64, 64, _dense_oihw_filters(spec), 0, 1)[0])
-    grid = []
+    grid, glob = [], []   # (cost, tile, split): cluster splits, splits through global memory
     for Wx in MC_GRID_TILES:
         c = pick(Wx, Se_pref)
         if c is None:
@@ -600,17 +600,11 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
             if cs <= min(_mc_max_split(hw, Wx), c["steps"]):
                 grid.append((_mc_grid_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm,
                                            tc=tc_grid), c, cs))
-    # splits through global memory (tensor-core layers): any rank count, their own constants
-    glob = []
-    if tc_grid:
-        for Wx in MC_GRID_TILES:
-            c = pick(Wx, Se_pref)
-            if c is None:
-                continue
-            for cs in MC_GLOBAL_SPLITS:
-                if cs <= c["steps"]:
-                    glob.append((_mc_global_split_cost(c["tiles"], c["steps"], Wx, cs, c["b"],
-                                                       n_sm), c, cs))
+        # through global memory (tensor-core layers only): any rank count, their own constants
+        for cs in MC_GLOBAL_SPLITS if tc_grid else ():
+            if cs <= c["steps"]:
+                glob.append((_mc_global_split_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm),
+                             c, cs))
     chosen, c_split, grid_cost, split_global = paper, 1, 0.0, False
     if grid:
         cost, best, cs = min(grid, key=lambda g: g[0])   # ties: the larger tile, the smaller split
