@@ -30,4 +30,11 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
 // split through global memory (plan[7] & 8), one partial output per rank (planner.workspace_elems).
 int64_t multi_channel_workspace_elems(const ConvParams& p);
 
+// multi_channel_pointwise.cu: the streamed 1x1 kernel for few channels that
+// launch_multi_channel runs where plan[7] & 16 asks and these conditions hold (else the
+// general kernel runs the plan).
+bool mc_pointwise_supported(const ConvParams& p, const void* x, const void* w, const void* y);
+cudaError_t launch_mc_pointwise(const ConvParams& p, const float* x, const float* w, float* y,
+                                cudaStream_t stream);
+
 }  // namespace fastconv

@@ -113,6 +113,7 @@ namespace mc {
 // plan[7] bit of a multi-channel plan (with filter_staging.cuh's kStageFiltersHWIO = 2).
 constexpr int64_t kTensorCores = 4;  // 3xTF32 mma.sync instead of FFMA (the BM x 64 tiles)
 constexpr int64_t kSplitGlobal = 8;  // c_split ranks without a cluster: partials + a sum pass
+constexpr int64_t kPointwise = 16;   // 1x1, C <= 128: the streamed kernel (multi_channel_pointwise.cu)
 
 struct KArgs {
   const float* __restrict__ x;
@@ -955,6 +956,7 @@ static int64_t split_partial_elems(const ConvParams& p) {
 static int g_vector = 1;        // drivers may turn the 16-byte loaders off (A/B timing)
 static int g_direct_store = 1;  // ... and the register-to-global output stores
 static int g_tensor_cores = -1;  // ... and force the tensor cores off (0) or on (1; -1: plan)
+static int g_pointwise = 1;      // ... and the streamed 1x1 kernel off (plan[7] & 16 ignored)
 
 // 16-byte loaders: A when the input is channel-contiguous (x_sc == 1), C % 4 == 0 and every
 // pixel offset is a multiple of 4 elements on a 16-byte aligned base; B when the filters are
@@ -991,17 +993,21 @@ static void settle_split(Choice* ch, bool tc, bool have_partials) {
 void multi_channel_set_vector(int on) { mc::g_vector = on; }
 void multi_channel_set_tensor_cores(int mode) { mc::g_tensor_cores = mode; }
 void multi_channel_set_direct_store(int on) { mc::g_direct_store = on; }
+void multi_channel_set_pointwise(int on) { mc::g_pointwise = on; }
 
 // Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
 int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   DeviceInfo dev;
   if (current_device_info(&dev) != cudaSuccess) return 0;
+  const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned
+  if ((p.plan[7] & mc::kPointwise) && mc::g_pointwise &&
+      mc_pointwise_supported(p, aligned, aligned, aligned))
+    return snprintf(buf, len, "pw64x64/S%d+tc", (int)p.C);  // the streamed 1x1 kernel
   mc::Choice ch = mc::plan_config(p, dev.sms);
   ConvParams q = p;  // the filter strides the kernel sees (HWIO when staged)
   if (staged_filter_elems(p)) set_hwio_filter_strides(&q);
   int am = 0;
   bool bv = false;
-  const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned
   mc::loader_modes(q, aligned, aligned, &am, &bv);
   const bool tc = mc::tensor_cores(q, ch, am, bv);
   mc::settle_split(&ch, tc, true);  // (with the workspace the planner sizes)
@@ -1026,6 +1032,8 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
+  if ((p.plan[7] & mc::kPointwise) && mc::g_pointwise && mc_pointwise_supported(p, x, w, y))
+    return launch_mc_pointwise(p, x, w, y, stream);  // (its filters are read once per block)
   const int64_t need = staged_filter_elems(p), need_part = mc::split_partial_elems(p);
   const bool ws_ok = workspace != nullptr && aligned16(workspace);
   float* part = ws_ok && need_part && workspace_elems >= need + need_part ? workspace + need : nullptr;

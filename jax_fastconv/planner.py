@@ -213,6 +213,15 @@ MC_TENSOR_CORE_MIN_C_1X1_DIRECT = 64    # output stored straight from the fragme
 # b32 56x56x64 (12.8e6) 33.8 -> 31.2, b32 28x28x128 (12.8e6) 28.3 -> 25.7; b1 224x224x64
 # (6.4e6) 18.0 -> 18.2, b1 112x112x64 (6.4e6) 7.9 -> 10.2, b1 56x56x128 (6.4e6) 9.5 -> 10.4)
 MC_TENSOR_CORE_STAGE_MIN_1X1 = 10e6
+# The streamed 1x1 kernel (plan[7] bit 16, cuda/multi_channel_pointwise.cu): C = 32 or 64, the
+# block's 64 filters held for the launch, a persistent grid of 128-pixel tiles, 3xTF32.  Driver,
+# H200, general kernel -> streamed, us: b32 112x112x64 NHWC 97.1 -> 72.9, NCHW 99.9 -> 81.2;
+# b32 224x224x64 351 -> 242 / 360 -> 279; b32 112x112 C 64 -> M 256 390 -> 233 / 459 -> 273;
+# b32 112x112x32 -> 64 70.4 -> 53.7; b32 56x56x64 31.3 -> 25.0 / 31.0 -> 29.0; b1 512x512x64
+# 67.8 -> 52.3 / 71.0 -> 56.9; slower with few tiles: b1 224x224x64 16.2 -> 18.9 / 17.9 -> 18.5.
+MC_POINTWISE = 16
+MC_POINTWISE_CHANNELS = (32, 64)
+MC_POINTWISE_MIN_PIXELS = 65536         # N * OH * OW (b32 56x56 gains, b1 224x224 loses)
 REG_BASE = 32            # addressing, loop counters, accumulators of the inner loop
 
 QUANTITY_NOTES = {
@@ -274,6 +283,8 @@ QUANTITY_NOTES = {
     "filter_staging": "plan[7]: 2 = the OIHW filters are copied to HWIO first, 0 = read in place",
     "split_global": "plan[7]: 8 = the c_split ranks run without a cluster, partials summed in a "
                     "second pass (workspace), 0 = cluster or no split",
+    "pointwise": "plan[7]: 16 = the streamed 1x1 kernel (C = 32/64, filters held per block), "
+                 "0 = the general kernel",
 }
 
 
@@ -487,6 +498,29 @@ def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:
     return filter_contiguous or pixel_runs
 
 
+def _mc_pointwise(hw: Hardware, spec: ConvSpec) -> str:
+    """Why the streamed 1x1 kernel (plan[7] & 16) runs this layer, or "" where it does not
+    (its conditions: cuda/multi_channel_pointwise.cu, mc_pointwise_supported)."""
+    d = spec.dims
+    N, C, H, W, M = d["N"], d["C"], d["H"], d["W"], d["M"]
+    if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or (d["KH"], d["KW"]) != (1, 1)
+            or any(v != (0, 0) for v in spec.padding) or C not in MC_POINTWISE_CHANNELS
+            or M % 8 or N * H * W < MC_POINTWISE_MIN_PIXELS):
+        return ""
+    xn, xc, xh, xw = spec.lhs_strides
+    yn, yc, yh, yw = spec.out_strides
+    channels_last = ((xn, xc, xh, xw) == (H * W * C, 1, W * C, C)
+                     and (yn, yc, yh, yw) == (H * W * M, 1, W * M, M))
+    channels_first = ((xn, xc, xh, xw) == (C * H * W, H * W, W, 1)
+                      and (yn, yc, yh, yw) == (M * H * W, H * W, W, 1) and (H * W) % 4 == 0)
+    if not (channels_last or channels_first):
+        return ""
+    return (f"1x1 with C = {C} and {N * H * W} output pixels: the streamed 1x1 kernel (the "
+            f"block's 64 filters held for the launch, a persistent grid walking 128-pixel "
+            f"tiles through a double-buffered ring, 3xTF32 tensor-core MMAs; measured "
+            f"1.2-1.7x the general kernel on such layers)")
+
+
 def workspace_elems(spec: ConvSpec, plan: "Plan") -> int:
     """float32 elements of the CUDA call's workspace result (cuda/multi_channel.cu
     multi_channel_workspace_elems): the HWIO copy of the filters when plan[7] asks for it
@@ -653,6 +687,12 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         # staged filters let the tensor cores run where OIHW ones keep FFMA (MC_STAGE_FILTERS)
         stage, stage_why = MC_STAGE_FILTERS, ("the OIHW filters are copied to HWIO first "
                                               "(the tensor cores' 16-byte filter loads)")
+    pointwise_why = _mc_pointwise(hw, spec)
+    if pointwise_why:
+        # the general plan stays in the attributes (the launcher runs it where the streamed
+        # kernel's alignment conditions fail), without the filter copy the streamed one skips
+        why = f"{pointwise_why}; else the general kernel: {why}"
+        stage, stage_why = 0, ""
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
@@ -662,8 +702,10 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     if split_global and not tc:  # (cannot happen for >= 9 taps: tc_grid is this tile's answer)
         raise AssertionError("split through global memory planned off the tensor cores")
     q.append(("split_global", int(split_global)))
+    q.append(("pointwise", int(bool(pointwise_why))))
     attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"],
-             stage | tc | (MC_SPLIT_GLOBAL if split_global else 0))
+             stage | tc | (MC_SPLIT_GLOBAL if split_global else 0)
+             | (MC_POINTWISE if pointwise_why else 0))
     return Plan("multi_channel", f"C > 1, stride 1: stride-fixed block (sec 3.2): {why}",
                 hw.name, tuple(q), tuple(int(a) for a in attrs))
 

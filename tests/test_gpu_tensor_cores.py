@@ -65,8 +65,20 @@ GLOBAL = [
     ConvConfig(4, 512, 68, 7, 24, 3, 3, (1, 1), "SAME", "NCHW", 7205),            # 64x64 x 12
     ConvConfig(1, 384, 68, 18, 8, 5, 5, (1, 1), "SAME", "NCHW", 7206),            # 32x64 x 24
 ]
+# Layers the H100/H200 plans give the streamed 1x1 kernel (plan[7] & 16: C = 32/64, >= 65536
+# output pixels, dense NHWC/NHWC or NCHW/NCHW): pixel tails (P % 128 = 64; per image HW % 128 =
+# 56), M tails and several filter tiles (M = 16, 72, 256), both instances (few tiles per
+# block: 8 warps; many: 4), C = 32 and 64.
+POINTWISE = [
+    ConvConfig(2, 64, 72, 200, 164, 1, 1, (1, 1), "VALID", "NHWC", 7300),
+    ConvConfig(3, 32, 16, 150, 148, 1, 1, (1, 1), "VALID", "NCHW", 7301),
+    ConvConfig(1, 64, 256, 256, 256, 1, 1, (1, 1), "VALID", "NCHW", 7302),
+    ConvConfig(2, 64, 64, 182, 182, 1, 1, (1, 1), "SAME", "NHWC", 7303),
+    ConvConfig(8, 32, 64, 112, 112, 1, 1, (1, 1), "VALID", "NHWC", 7304),
+    ConvConfig(32, 64, 64, 112, 112, 1, 1, (1, 1), "VALID", "NCHW", 7305),
+]
 NON_FINITE = ([TC[i] for i in (0, 1, 3, 4, 7, 8, 9, 11, 12, 15, 18)]  # 9, 15, 18: direct stores
-              + [GLOBAL[i] for i in (1, 4)])
+              + [GLOBAL[i] for i in (1, 4)] + [POINTWISE[i] for i in (0, 2)])
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +93,7 @@ def _fn(cfg):
 def _tensor_core_plan(cfg):
     ex = cfg.explain()
     assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel", ex.reason
-    assert ex.plan.kernel_attrs[7] & planner.MC_TENSOR_CORES, f"{cfg.id}: {ex.reason}"
+    assert ex.plan.kernel_attrs[7] & (planner.MC_TENSOR_CORES | planner.MC_POINTWISE), ex.reason
     assert "3xTF32" in ex.reason
     return ex
 
@@ -106,6 +118,41 @@ def test_split_through_global_memory_vs_lax(cfg):
     assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
     again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
     np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits (rank order)
+
+
+@pytest.mark.parametrize("cfg", POINTWISE + [TC[15]], ids=lambda c: c.id)
+def test_streamed_1x1_vs_lax(cfg):
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel", ex.reason
+    assert ex.plan.kernel_attrs[7] & planner.MC_POINTWISE and ex.plan["pointwise"] == 1
+    assert "streamed 1x1 kernel" in ex.reason
+    x, w = cfg.arrays()
+    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
+    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits
+
+
+def test_streamed_1x1_under_vmap_and_grad():
+    # vmap folds into the batch (still the streamed kernel: 2 x 65536 pixels, dense NHWC);
+    # the gradients run their own convolutions (precision=HIGHEST: what falls back to lax there
+    # is float32 too, not TF32)
+    cfg = ConvConfig(1, 64, 64, 256, 256, 1, 1, (1, 1), "VALID", "NHWC", 7306)
+    x, w = cfg.arrays()
+    rng = np.random.default_rng(7306)
+    xb = np.stack([x[0], np.asarray(rng.standard_normal(x.shape[1:]), np.float32)])[:, None]
+    f = jax.vmap(_fn(cfg), in_axes=(0, None))
+    ref = jax.vmap(lambda a, b: ref_conv(a, b, **cfg.kwargs()), in_axes=(0, None))
+    out, _ = jit_checked(f, xb, w, target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref(xb, w), what="vmap")
+    gt = np.asarray(rng.standard_normal(cfg.out_shape()), np.float32)
+    loss = lambda conv: (lambda a, b: jax.numpy.sum(conv(a, b) * gt))
+    highest = lambda a, b: fc.conv_general_dilated(a, b, precision=jax.lax.Precision.HIGHEST,
+                                                   **cfg.kwargs())
+    ours = jax.jit(jax.grad(loss(highest), argnums=(0, 1)))(x, w)
+    theirs = jax.grad(loss(lambda a, b: ref_conv(a, b, **cfg.kwargs())), argnums=(0, 1))(x, w)
+    for o, t in zip(ours, theirs):
+        assert_close(o, t, what="grad")
 
 
 def _numpy_nhwc_conv(x, w, padding):

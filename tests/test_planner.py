@@ -218,9 +218,9 @@ H200 = hwm.PRESETS["h200"]
     ("h200", "NCHW", 32, 256, 14, 256, 1, 64, True),        # 1x1, C >= 256, full unsplit grid
     # ... else by the score; K = 1: pixel tiles x filter bytes >= 30e6 (channel-contiguous rows)
     ("h200", "NCHW", 1, 512, 14, 512, 1, 32, False),   # 7 x 1 MB
-    ("h200", "NCHW", 32, 64, 224, 64, 1, 128, True),   # 12544 x 16 kB = 205e6
-    ("h200", "NCHW", 1, 64, 512, 64, 1, 128, True),    # 2048 x 16 kB = 33.5e6
-    ("h200", "NCHW", 32, 64, 56, 64, 1, 128, True),    # 1x1, C >= 64, direct stores: for the TC
+    ("h200", "NCHW", 32, 128, 112, 128, 1, 128, True),  # 3136 x 64 kB = 205e6
+    ("h200", "NCHW", 1, 128, 256, 128, 1, 128, True),   # 512 x 64 kB = 33.5e6
+    ("h200", "NCHW", 32, 64, 56, 64, 1, 128, False),   # the streamed 1x1 kernel: no copy
     ("h200", "NCHW", 32, 128, 28, 128, 1, 128, True),  # ... (784 / 196 tiles of 16 / 64 kB)
     ("h200", "NCHW", 32, 128, 21, 128, 1, 128, False),  # ... not at OH*OW % 4 != 0 (the park)
     ("h200", "NCHW", 1, 64, 56, 64, 1, 32, False),     # 98 tiles x 16 kB, fewer tiles than SMs
@@ -291,6 +291,37 @@ def test_tensor_core_rule(dn, N, C, H, M, K, tile, tc):
         assert (f"{K * K} taps here" in plan.reason) == (K > 1)
         assert ("1x1 kernels with >= " in plan.reason) == (K == 1)
         assert (f"C = {C} here" in plan.reason) == (K == 1)
+
+
+@pytest.mark.parametrize("dn,N,C,H,W,M,padding,streamed", [
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 112, 112, 64, "VALID", True),
+    (("NCHW", "OIHW", "NCHW"), 32, 64, 112, 112, 64, "VALID", True),   # no filter copy then
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 56, 64, "SAME", True),      # 1x1 SAME: no padding
+    (("NHWC", "HWIO", "NHWC"), 8, 32, 112, 112, 64, "VALID", True),    # C = 32
+    (("NCHW", "HWIO", "NCHW"), 1, 64, 512, 512, 256, "VALID", True),   # filters: any strides
+    (("NHWC", "HWIO", "NHWC"), 1, 64, 224, 224, 64, "VALID", False),   # 50176 < 65536 pixels
+    (("NHWC", "HWIO", "NHWC"), 32, 128, 56, 56, 128, "VALID", False),  # C = 128: measured slower
+    (("NHWC", "HWIO", "NHWC"), 32, 48, 56, 56, 64, "VALID", False),    # C not 32 or 64
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 56, 60, "VALID", False),    # M % 8
+    (("NHWC", "HWIO", "NCHW"), 32, 64, 56, 56, 64, "VALID", False),    # mixed layouts
+    (("NCHW", "OIHW", "NCHW"), 32, 64, 57, 57, 64, "VALID", False),    # H*W % 4 (NCHW)
+    (("NHWC", "HWIO", "NHWC"), 32, 64, 56, 56, 64, ((1, 1), (0, 0)), False),  # padding
+])
+def test_streamed_1x1_rule(dn, N, C, H, W, M, padding, streamed):
+    def shape(layout, sizes):
+        return tuple(sizes[ch] for ch in layout)
+    lhs = shape(dn[0], dict(N=N, C=C, H=H, W=W))
+    rhs = shape(dn[1], dict(O=M, I=C, H=1, W=1))
+    spec = normalize(lhs, rhs, (1, 1), padding, dimension_numbers=dn)
+    plan = pl.make_plan(spec, H200)
+    assert plan.method == "multi_channel", plan.reason
+    assert bool(plan.kernel_attrs[7] & pl.MC_POINTWISE) == streamed == bool(plan["pointwise"])
+    assert ("the streamed 1x1 kernel" in plan.reason) == streamed
+    if streamed:  # the general plan stays behind it, without the filter copy or a workspace
+        assert plan.kernel_attrs[7] & pl.MC_STAGE_FILTERS == 0 == plan["filter_staging"]
+        assert pl.workspace_elems(spec, plan) == 0
+        assert "else the general kernel" in plan.reason
+    assert not pl.make_plan(spec, hwm.PRESETS["gtx1080ti"]).kernel_attrs[7] & pl.MC_POINTWISE
 
 
 def test_tensor_cores_need_sm90_and_a_square_enough_kernel():

@@ -19,6 +19,9 @@
 //   DRV_NO_DIRECT=1: output tiles always through shared memory (A/B of the register stores).
 //   DRV_TC=0 / 1: the 3xTF32 tensor-core instances never / wherever they exist (default: as
 //   plan[7] & 4 asks: the layer cases as planned, the --random cases draw it).
+//   DRV_PW=0 / 1: the streamed 1x1 kernel (plan[7] & 16, cuda/multi_channel_pointwise.cu)
+//   never / on every layer case it supports (default: as planned; --random cases draw it, and
+//   one in six is a 1x1 shape it supports).  DRV_PWV=i: its variant i (kVariants) everywhere.
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -43,6 +46,8 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len);
 void multi_channel_set_vector(int on);
 void multi_channel_set_direct_store(int on);
 void multi_channel_set_tensor_cores(int mode);
+void multi_channel_set_pointwise(int on);
+void multi_channel_pointwise_variant(int v);
 }
 using fastconv::ConvParams;
 
@@ -280,6 +285,7 @@ static TimeResult time_case(const Case& cs, std::mt19937_64& rng) {
 }
 
 static int64_t g_stage = 0;  // --stage F: plan[7] layout-staging flags for the layer cases
+                             // (DRV_PW=1 adds 16: the streamed 1x1 kernel)
 
 static Case layer(int N, int C, int HW, int M, int K, bool nhwc, const int64_t* plan = nullptr) {
   Case c{};
@@ -312,6 +318,14 @@ static Case random_case(std::mt19937_64& rng) {
       c.pt = c.pb = c.pl = c.pr = 0;
       if (U(0, 1)) c.W = (c.W + 3) & ~3;
     }
+    if (U(0, 5) == 0) {  // a shape the streamed 1x1 kernel supports (plan[7] & 16, drawn below)
+      c.KH = c.KW = 1;
+      c.pt = c.pb = c.pl = c.pr = 0;
+      c.C = 32 * U(1, 2);
+      c.M = 8 * U(1, 18);
+      c.W = (c.W + 3) & ~3;  // H*W % 4 == 0 (channels-first)
+      c.H = U(1, 40);
+    }
     int OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
     if (OH >= 1 && OW >= 1) break;
   }
@@ -322,6 +336,8 @@ static Case random_case(std::mt19937_64& rng) {
   c.plan[7] = U(0, 1) * 2;  // filter staging (taken only where its preconditions hold)
   c.plan[7] |= U(0, 1) * 4;  // tensor cores (likewise: 128x64 / 64x64, 16-byte loaders)
   c.plan[7] |= U(0, 2) == 0 ? 8 : 0;  // split through global memory (where plan[5] > 1)
+  c.plan[7] |= U(0, 1) * 16;  // the streamed 1x1 kernel (where it supports the layer)
+  if (c.KH == 1 && c.KW == 1 && c.C % 8 == 0 && U(0, 1)) c.y_nhwc = c.x_nhwc;  // its layouts
   int mode = U(0, 3);
   if (mode == 0) {
     for (int i = 1; i < 8; ++i) c.plan[i] = 0;  // auto
@@ -391,6 +407,11 @@ int main(int argc, char** argv) {
   }
   if (getenv("DRV_NO_DIRECT")) fastconv::multi_channel_set_direct_store(0);  // A/B timing
   if (getenv("DRV_TC")) fastconv::multi_channel_set_tensor_cores(atoi(getenv("DRV_TC")));
+  if (getenv("DRV_PWV")) fastconv::multi_channel_pointwise_variant(atoi(getenv("DRV_PWV")));
+  if (getenv("DRV_PW")) {
+    if (atoi(getenv("DRV_PW"))) g_stage |= 16;
+    else fastconv::multi_channel_set_pointwise(0);
+  }
   std::mt19937_64 rng(seed);
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -465,7 +486,16 @@ int main(int argc, char** argv) {
     e.pt = e.pl = 1; e.pb = 2; e.pr = 0; e.KW = 2;
     Case f = layer(1, 64, 9, 64, 3, true);  // the same with the tensor cores, 128x64, 6 ranks
     f.plan[1] = 16; f.plan[2] = 64; f.plan[3] = 128; f.plan[5] = 6; f.plan[7] = 8 | 4;
-    for (Case* cs : {&a, &b, &c, &d, &e, &f}) {
+    // the streamed 1x1 kernel: channels-last with a pixel tail and M = 72 (two filter tiles);
+    // channels-first, HW = 100 (a tile tail per image), M = 136, N = 3; channels-last C = 32,
+    // M = 16
+    Case g = layer(2, 64, 9, 72, 1, true);
+    g.plan[7] = 16;
+    Case h = layer(3, 64, 10, 136, 1, false);
+    h.plan[7] = 16;
+    Case i = layer(2, 32, 7, 16, 1, true);
+    i.plan[7] = 16;
+    for (Case* cs : {&a, &b, &c, &d, &e, &f, &g, &h, &i}) {
       CheckResult r = check_case(*cs, rng, true);
       print_case(*cs);
       printf(" -> %s rel %.2e written %d bitident %d %s\n", r.desc.c_str(), r.rel, r.all_written,
