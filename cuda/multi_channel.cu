@@ -1032,6 +1032,19 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
+  if (p.stride_h != 1 || p.stride_w != 1) {
+    // 1x1 with stride s, no padding reached: the stride-1 convolution of every s-th pixel, i.e.
+    // of the view with s times the row and column strides (read in place, no copy)
+    if (p.KH != 1 || p.KW != 1 || p.stride_h < 1 || p.stride_w < 1 || p.pad_top != 0 ||
+        p.pad_left != 0 || p.OH < 1 || p.OW < 1 || (p.OH - 1) * p.stride_h >= p.H ||
+        (p.OW - 1) * p.stride_w >= p.W)
+      return cudaErrorInvalidValue;
+    ConvParams q = p;
+    q.H = p.OH; q.W = p.OW;
+    q.x_sh = p.x_sh * p.stride_h; q.x_sw = p.x_sw * p.stride_w;
+    q.stride_h = q.stride_w = 1;
+    return launch_multi_channel(q, x, w, y, workspace, workspace_elems, stream);
+  }
   if ((p.plan[7] & mc::kPointwise) && mc::g_pointwise && mc_pointwise_supported(p, x, w, y))
     return launch_mc_pointwise(p, x, w, y, stream);  // (its filters are read once per block)
   const int64_t need = staged_filter_elems(p), need_part = mc::split_partial_elems(p);

@@ -504,6 +504,7 @@ def _mc_pointwise(hw: Hardware, spec: ConvSpec) -> str:
     d = spec.dims
     N, C, H, W, M = d["N"], d["C"], d["H"], d["W"], d["M"]
     if (hw.compute_capability < MC_TENSOR_CORE_MIN_CC or (d["KH"], d["KW"]) != (1, 1)
+            or tuple(spec.window_strides) != (1, 1)
             or any(v != (0, 0) for v in spec.padding) or C not in MC_POINTWISE_CHANNELS
             or M % 8 or N * H * W < MC_POINTWISE_MIN_PIXELS):
         return ""
@@ -553,6 +554,14 @@ def _mc_size_limit(spec: ConvSpec) -> str | None:
     if (d["C"] - 1) * xc + (d["H"] - 1) * xh + (d["W"] - 1) * xw + 1 >= 2 ** 31:
         return "one image must have fewer than 2^31 elements (32-bit offsets)"
     return None
+
+
+def _strided_1x1(spec: ConvSpec) -> bool:
+    """A 1x1 convolution with stride s > 1 that no padding reaches (low 0, high <= 0): the
+    stride-1 one of every s-th input pixel (cuda/multi_channel.cu, launch_multi_channel)."""
+    d = spec.dims
+    return ((d["KH"], d["KW"]) == (1, 1) and d["C"] > 1
+            and all(lo == 0 and hi <= 0 for lo, hi in spec.padding))
 
 
 def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
@@ -735,8 +744,18 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
         return _direct(hw, "empty operand or output")
     lat = latency_model(hw)
     if tuple(spec.window_strides) != (1, 1):
+        if _strided_1x1(spec):
+            # every s-th pixel of the input, read in place: the launcher hands the kernel a
+            # view with s times the row and column strides (cuda/multi_channel.cu)
+            plan = _multi_channel(spec, hw, lat)
+            if plan.method != "multi_channel":
+                return plan
+            return dataclasses.replace(plan, reason=(
+                f"1x1 with stride {tuple(spec.window_strides)} and no padding: the stride-1 "
+                f"kernel on every s-th pixel of the input (a strided view, no copy); "
+                + plan.reason.replace("C > 1, stride 1: ", "C > 1, on that view: ", 1)))
         return _direct(hw, f"stride {tuple(spec.window_strides)}: the paper's kernels are "
-                           f"stride 1", lat)
+                           f"stride 1 (1x1 ones without padding run on a strided view)", lat)
     if d["C"] == 1:
         from . import plan_single_channel  # section 3.1 lives in its own module
         return plan_single_channel.single_channel_plan(spec, hw, lat)

@@ -16,7 +16,7 @@ from _helpers import skip_module_without_cuda
 
 skip_module_without_cuda()
 
-from jax_fastconv import autotune  # noqa: E402
+from jax_fastconv import autotune, planner  # noqa: E402
 from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402
 from jax_fastconv.planner import MC_MIN_CHANNELS  # noqa: E402
 from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close, assert_trees_close,  # noqa: E402
@@ -45,11 +45,18 @@ def _fn(cfg, precision=None):
     return lambda a, b: fc.conv_general_dilated(a, b, precision=precision, **kw)
 
 
+def _strided_view(cfg) -> bool:
+    """A 1x1 layer with stride > 1 that no padding reaches and C >= 8: the multi-channel
+    kernel on a strided view of the input (planner._strided_1x1)."""
+    return (cfg.strides != (1, 1) and cfg.c >= MC_MIN_CHANNELS
+            and planner._strided_1x1(cfg.explain().spec))
+
+
 def _check(cfg, *, forced=False):
     ex = cfg.explain()
     x, w = cfg.arrays()
     ref = ref_conv(x, w, **cfg.kwargs())
-    paper = cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS
+    paper = (cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS) or _strided_view(cfg)
     if paper or forced:
         # stride 1 (C == 1 or C >= 8): a paper kernel; forced: the direct kernel at worst.
         assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
@@ -89,12 +96,23 @@ def test_random_vs_lax(cfg):
     _check(cfg)
 
 
-FORCED = [c for c in RANDOM if c.strides != (1, 1)][:30] + [
+FORCED = [c for c in RANDOM if c.strides != (1, 1) and not _strided_view(c)][:30] + [
     ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NCHW", 5001),
     ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5002),
     ConvConfig(1, 3, 64, 64, 64, 5, 5, (2, 1), ((2, 1), (-1, 2)), "NHWC", 5003),
     ConvConfig(3, 1, 8, 17, 64, 3, 5, (2, 2), "VALID", "NCHW", 5004),
-    ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), "VALID", "NHWC", 5005),
+    ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), ((0, 1), (0, 0)), "NHWC", 5005),  # padding reached
+]
+# 1x1 with stride > 1 and no padding reached: the multi-channel kernel on a strided view of the
+# input (ResNet's projection shortcuts); odd maps, unequal strides, negative high padding,
+# NHWC / NCHW / mixed layouts, C and M tails, tensor-core tiles (C >= 256).
+STRIDED_1X1 = [
+    ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), "VALID", "NHWC", 5101),
+    ConvConfig(4, 256, 512, 28, 28, 1, 1, (2, 2), "SAME", "NHWC", 5102),
+    ConvConfig(2, 256, 512, 29, 27, 1, 1, (2, 2), "VALID", "NCHW", 5103),
+    ConvConfig(3, 40, 36, 31, 30, 1, 1, (3, 2), "VALID", "NHWC-OIHW-NCHW", 5104),
+    ConvConfig(2, 24, 20, 17, 19, 1, 1, (2, 3), ((0, -1), (0, -2)), "NCHW", 5105),
+    ConvConfig(8, 512, 1024, 14, 14, 1, 1, (2, 2), "SAME", "NCHW", 5106),
 ]
 
 
@@ -104,6 +122,18 @@ def test_forced_direct_kernel(cfg, force_direct):
     ex = cfg.explain()
     assert ex.path == "fastconv-cuda" and ex.plan.method == "direct", (ex.path, ex.reason)
     _check(cfg, forced=True)
+
+
+@pytest.mark.parametrize("cfg", STRIDED_1X1, ids=lambda c: c.id)
+def test_strided_1x1_on_a_view(cfg):
+    ex = cfg.explain()
+    assert _strided_view(cfg) and ex.path == "fastconv-cuda", ex.reason
+    assert ex.plan.method == "multi_channel" and "strided view" in ex.reason
+    x, w = cfg.arrays()
+    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
+    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))
 
 
 # The paper's kernels: C == 1 -> single_channel (sec 3.1), C > 1 -> multi_channel (sec 3.2).

@@ -324,6 +324,31 @@ def test_streamed_1x1_rule(dn, N, C, H, W, M, padding, streamed):
     assert not pl.make_plan(spec, hwm.PRESETS["gtx1080ti"]).kernel_attrs[7] & pl.MC_POINTWISE
 
 
+@pytest.mark.parametrize("C,H,stride,padding,layout,view", [
+    (256, 56, (2, 2), "VALID", "NHWC", True),          # ResNet's projection shortcut
+    (512, 28, (2, 2), "SAME", "NCHW", True),           # 1x1 SAME: no padding at any stride
+    (64, 57, (3, 2), "VALID", "NHWC", True),
+    (64, 56, (2, 2), ((0, -1), (0, 0)), "NHWC", True),  # negative high padding: fewer rows
+    (64, 56, (2, 2), ((0, 1), (0, 0)), "NHWC", False),  # high padding: would read past the map
+    (64, 56, (2, 2), ((1, 0), (0, 0)), "NCHW", False),  # low padding
+    (4, 56, (2, 2), "VALID", "NHWC", False),           # C < 8: lax, as at stride 1
+])
+def test_strided_1x1_runs_on_a_view(C, H, stride, padding, layout, view):
+    spec = spec_from_logical(8, C, H, H, 2 * C, 1, 1, stride=stride, padding=padding,
+                             layout=layout)
+    plan = pl.make_plan(spec, H200)
+    assert (plan.method == "multi_channel") == view, plan.reason
+    assert ("on every s-th pixel of the input (a strided view" in plan.reason) == view
+    if view:  # planned for the view's pixels; never the streamed kernel (dense input only)
+        d = spec.dims
+        assert plan["output_tiles"] == -(-(8 * d["OH"] * d["OW"]) // plan["W'x"]) * -(-2 * C // 64)
+        assert not plan.kernel_attrs[7] & pl.MC_POINTWISE
+    else:
+        assert "stride" in plan.reason or "C = 4 < 8" in plan.reason
+    k3 = spec_from_logical(8, C, H, H, 2 * C, 3, 3, stride=stride, layout=layout)
+    assert pl.make_plan(k3, H200).method == "direct"   # only 1x1 reads a subset of pixels
+
+
 def test_tensor_cores_need_sm90_and_a_square_enough_kernel():
     nhwc = ("NHWC", "HWIO", "NHWC")
     spec = normalize((32, 56, 56, 64), (3, 3, 64, 64), (1, 1), "VALID", dimension_numbers=nhwc)
