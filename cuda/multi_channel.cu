@@ -1,4 +1,4 @@
-// Multi-channel direct convolution (C > 1, stride 1): the paper's section 3.2 "stride-fixed
+// Multi-channel direct convolution (C > 1, any stride): the paper's section 3.2 "stride-fixed
 // block", realised as a register-blocked implicit-GEMM direct convolution on sm_90.
 //
 // ---------------------------------------------------------------------------------------------
@@ -87,8 +87,11 @@
 // the 16-byte filter loader and the 16-byte loader of channel-contiguous input (AM = 2) or the
 // channel-major tile of pixel-contiguous input (AM = 0); the planner asks for it where it
 // measured faster (planner.py MC_TENSOR_CORES).
-// Restrictions: stride 1 (else cudaErrorInvalidValue); the filter tensor must have fewer than
-// 2^31 elements (32-bit filter offsets; else cudaErrorInvalidValue).
+// Strides: any (beyond the paper's stride-fixed block): a pixel's window starts at (stride *
+// oh, stride * ow) in the input, which is all the loaders need (apix); the rest of the kernel
+// works on output pixels.  Restrictions: the filter tensor must have fewer than 2^31 elements
+// (32-bit filter offsets) and stride * (OH - 1) < 16384 (packed coordinates); else
+// cudaErrorInvalidValue.
 // ---------------------------------------------------------------------------------------------
 
 #include <cooperative_groups.h>
@@ -121,6 +124,7 @@ struct KArgs {
   float* __restrict__ y;
   int C, H, W, M, KH, KW, OH, OW;
   int pad_top, pad_left;
+  int stride_h, stride_w;
   long long P;  // N * OH * OW output pixels
   int x_sn, x_sc, x_sh, x_sw;  // 32-bit: the launcher splits N so x spans < 2^31 elements
   int w_so, w_si, w_sh, w_sw;
@@ -220,7 +224,8 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   const int nit = it_end - it_begin;
   const int KK = a.KH * a.KW;
 
-  // Per tile pixel: output offset (epilogue) and input offset + packed (oh, ow) (A loader).
+  // Per tile pixel: output offset (epilogue) and the input offset + packed input coordinates
+  // (stride * oh, stride * ow) of its window's origin (A loader; a tap adds (kh, kw) - pad).
   for (int m = tid; m < BM; m += NT) {
     long long p = p0 + m;
     long long off = -1;
@@ -231,8 +236,9 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       int r = (int)(p - n * hw);
       int oh = r / a.OW, ow = r - (r / a.OW) * a.OW;
       off = n * a.y_sn + oh * a.y_sh + ow * a.y_sw;
-      ap.x = (int)(n * a.x_sn + (long long)oh * a.x_sh + (long long)ow * a.x_sw);
-      ap.y = (oh << 16) | ow;
+      const int ih0 = oh * a.stride_h, iw0 = ow * a.stride_w;  // the window's input origin
+      ap.x = (int)(n * a.x_sn + (long long)ih0 * a.x_sh + (long long)iw0 * a.x_sw);
+      ap.y = (ih0 << 16) | iw0;
     }
     rowoff[m] = off;
     apix[m] = ap;
@@ -1032,25 +1038,10 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
-  if (p.stride_h != 1 || p.stride_w != 1) {
-    // 1x1 with stride s, no padding reached: the stride-1 convolution of every s-th pixel, i.e.
-    // of the view with s times the row and column strides (read in place, no copy)
-    if (p.KH != 1 || p.KW != 1 || p.stride_h < 1 || p.stride_w < 1 || p.pad_top != 0 ||
-        p.pad_left != 0 || p.OH < 1 || p.OW < 1 || (p.OH - 1) * p.stride_h >= p.H ||
-        (p.OW - 1) * p.stride_w >= p.W)
-      return cudaErrorInvalidValue;
-    ConvParams q = p;
-    q.H = p.OH; q.W = p.OW;
-    q.x_sh = p.x_sh * p.stride_h; q.x_sw = p.x_sw * p.stride_w;
-    q.stride_h = q.stride_w = 1;
-    return launch_multi_channel(q, x, w, y, workspace, workspace_elems, stream);
-  }
-  if ((p.plan[7] & mc::kPointwise) && mc::g_pointwise && mc_pointwise_supported(p, x, w, y))
-    return launch_mc_pointwise(p, x, w, y, stream);  // (its filters are read once per block)
   const int64_t need = staged_filter_elems(p), need_part = mc::split_partial_elems(p);
   const bool ws_ok = workspace != nullptr && aligned16(workspace);
   float* part = ws_ok && need_part && workspace_elems >= need + need_part ? workspace + need : nullptr;
-  if (need == 0 || !ws_ok || workspace_elems < need || p.stride_h != 1 || p.stride_w != 1)
+  if (need == 0 || !ws_ok || workspace_elems < need)
     return mc::launch_native(p, x, w, y, part, stream);
   ConvParams q = p;
   const cudaError_t err = stage_filters(&q, &w, workspace, stream);
@@ -1063,7 +1054,7 @@ namespace mc {
 // cannot hold them.
 static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* part, cudaStream_t stream) {
-  if (p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
+  if (p.stride_h < 1 || p.stride_w < 1) return cudaErrorInvalidValue;
   if (p.N < 0 || p.C < 0 || p.M < 0 || p.KH < 1 || p.KW < 1 || p.OH < 0 || p.OW < 0)
     return cudaErrorInvalidValue;
   const long long P = p.N * p.OH * p.OW;
@@ -1075,7 +1066,8 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
     return cudaErrorInvalidValue;
   // packed (oh << 16 | ow) pixel coordinates and the out-of-range sentinel need these
   if (p.H > 16384 || p.W > 16384 || p.OH > 16384 || p.OW > 16384 || p.pad_top > 16383 ||
-      p.pad_left > 16383 || p.pad_top < -16384 || p.pad_left < -16384)
+      p.pad_left > 16383 || p.pad_top < -16384 || p.pad_left < -16384 ||
+      (p.OH - 1) * p.stride_h > 16383 || (p.OW - 1) * p.stride_w > 16383)
     return cudaErrorInvalidValue;
   if (p.x_sn < 0 || p.x_sc < 0 || p.x_sh < 0 || p.x_sw < 0) return cudaErrorInvalidValue;
   // 32-bit input offsets: launch over chunks of images whose x span is < 2^31 elements
@@ -1096,6 +1088,7 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   a.C = (int)p.C; a.H = (int)p.H; a.W = (int)p.W; a.M = (int)p.M;
   a.KH = (int)p.KH; a.KW = (int)p.KW; a.OH = (int)p.OH; a.OW = (int)p.OW;
   a.pad_top = (int)p.pad_top; a.pad_left = (int)p.pad_left;
+  a.stride_h = (int)p.stride_h; a.stride_w = (int)p.stride_w;
   a.x_sn = (int)p.x_sn; a.x_sc = (int)p.x_sc; a.x_sh = (int)p.x_sh; a.x_sw = (int)p.x_sw;
   a.w_so = (int)p.w_so; a.w_si = (int)p.w_si; a.w_sh = (int)p.w_sh; a.w_sw = (int)p.w_sw;
   a.y_sn = p.y_sn; a.y_sc = p.y_sc; a.y_sh = p.y_sh; a.y_sw = p.y_sw;

@@ -542,10 +542,12 @@ def _mc_size_limit(spec: ConvSpec) -> str | None:
     cudaErrorInvalidValue there: cuda/multi_channel.cu, launch_multi_channel); None if fine."""
     d = spec.dims
     (pt, _), (pl, _) = spec.padding
+    sh, sw = spec.window_strides
     if max(d["H"], d["W"], d["OH"], d["OW"]) > MC_MAX_EXTENT or not (
-            -MC_MAX_EXTENT <= min(pt, pl) and max(pt, pl) < MC_MAX_EXTENT):
-        return (f"maps and padding up to {MC_MAX_EXTENT} pixels per side (the kernel packs "
-                f"(oh, ow) in 16 bits each)")
+            -MC_MAX_EXTENT <= min(pt, pl) and max(pt, pl) < MC_MAX_EXTENT) or max(
+            (d["OH"] - 1) * sh, (d["OW"] - 1) * sw) >= MC_MAX_EXTENT:
+        return (f"maps, padding and stride x output size up to {MC_MAX_EXTENT} pixels per side "
+                f"(the kernel packs input coordinates in 16 bits each)")
     wo, wi, wh, ww = spec.rhs_strides
     if ((d["M"] - 1) * wo + (d["C"] - 1 + 16) * wi + (d["KH"] - 1) * wh
             + (d["KW"] - 1) * ww) >= 2 ** 31:
@@ -554,14 +556,6 @@ def _mc_size_limit(spec: ConvSpec) -> str | None:
     if (d["C"] - 1) * xc + (d["H"] - 1) * xh + (d["W"] - 1) * xw + 1 >= 2 ** 31:
         return "one image must have fewer than 2^31 elements (32-bit offsets)"
     return None
-
-
-def _strided_1x1(spec: ConvSpec) -> bool:
-    """A 1x1 convolution with stride s > 1 that no padding reaches (low 0, high <= 0): the
-    stride-1 one of every s-th input pixel (cuda/multi_channel.cu, launch_multi_channel)."""
-    d = spec.dims
-    return ((d["KH"], d["KW"]) == (1, 1) and d["C"] > 1
-            and all(lo == 0 and hi <= 0 for lo, hi in spec.padding))
 
 
 def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
@@ -715,7 +709,10 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"],
              stage | tc | (MC_SPLIT_GLOBAL if split_global else 0)
              | (MC_POINTWISE if pointwise_why else 0))
-    return Plan("multi_channel", f"C > 1, stride 1: stride-fixed block (sec 3.2): {why}",
+    stride = ("" if tuple(spec.window_strides) == (1, 1) else
+              f", stride {tuple(spec.window_strides)} (beyond the paper: each output pixel's "
+              f"window starts at stride x its coordinates in the loaders)")
+    return Plan("multi_channel", f"C > 1{stride}: stride-fixed block (sec 3.2): {why}",
                 hw.name, tuple(q), tuple(int(a) for a in attrs))
 
 
@@ -743,19 +740,10 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
     if min(d.values()) <= 0:
         return _direct(hw, "empty operand or output")
     lat = latency_model(hw)
-    if tuple(spec.window_strides) != (1, 1):
-        if _strided_1x1(spec):
-            # every s-th pixel of the input, read in place: the launcher hands the kernel a
-            # view with s times the row and column strides (cuda/multi_channel.cu)
-            plan = _multi_channel(spec, hw, lat)
-            if plan.method != "multi_channel":
-                return plan
-            return dataclasses.replace(plan, reason=(
-                f"1x1 with stride {tuple(spec.window_strides)} and no padding: the stride-1 "
-                f"kernel on every s-th pixel of the input (a strided view, no copy); "
-                + plan.reason.replace("C > 1, stride 1: ", "C > 1, on that view: ", 1)))
-        return _direct(hw, f"stride {tuple(spec.window_strides)}: the paper's kernels are "
-                           f"stride 1 (1x1 ones without padding run on a strided view)", lat)
+    strided = tuple(spec.window_strides) != (1, 1)
+    if strided and d["C"] == 1:
+        return _direct(hw, f"stride {tuple(spec.window_strides)}: the single-channel kernel is "
+                           f"stride 1", lat)
     if d["C"] == 1:
         from . import plan_single_channel  # section 3.1 lives in its own module
         return plan_single_channel.single_channel_plan(spec, hw, lat)

@@ -16,7 +16,7 @@ from _helpers import skip_module_without_cuda
 
 skip_module_without_cuda()
 
-from jax_fastconv import autotune, planner  # noqa: E402
+from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402
 from jax_fastconv.planner import MC_MIN_CHANNELS  # noqa: E402
 from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close, assert_trees_close,  # noqa: E402
@@ -45,18 +45,16 @@ def _fn(cfg, precision=None):
     return lambda a, b: fc.conv_general_dilated(a, b, precision=precision, **kw)
 
 
-def _strided_view(cfg) -> bool:
-    """A 1x1 layer with stride > 1 that no padding reaches and C >= 8: the multi-channel
-    kernel on a strided view of the input (planner._strided_1x1)."""
-    return (cfg.strides != (1, 1) and cfg.c >= MC_MIN_CHANNELS
-            and planner._strided_1x1(cfg.explain().spec))
+def _strided_mc(cfg) -> bool:
+    """A layer with stride > 1 and C >= 8: the multi-channel kernel (any stride)."""
+    return cfg.strides != (1, 1) and cfg.c >= MC_MIN_CHANNELS
 
 
 def _check(cfg, *, forced=False):
     ex = cfg.explain()
     x, w = cfg.arrays()
     ref = ref_conv(x, w, **cfg.kwargs())
-    paper = (cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS) or _strided_view(cfg)
+    paper = (cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS) or _strided_mc(cfg)
     if paper or forced:
         # stride 1 (C == 1 or C >= 8): a paper kernel; forced: the direct kernel at worst.
         assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
@@ -96,23 +94,29 @@ def test_random_vs_lax(cfg):
     _check(cfg)
 
 
-FORCED = [c for c in RANDOM if c.strides != (1, 1) and not _strided_view(c)][:30] + [
-    ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NCHW", 5001),
-    ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5002),
+FORCED = [c for c in RANDOM if c.strides != (1, 1) and not _strided_mc(c)][:30] + [
+    ConvConfig(2, 4, 32, 33, 31, 3, 3, (2, 2), "SAME", "NCHW", 5001),
+    ConvConfig(2, 1, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5002),
     ConvConfig(1, 3, 64, 64, 64, 5, 5, (2, 1), ((2, 1), (-1, 2)), "NHWC", 5003),
     ConvConfig(3, 1, 8, 17, 64, 3, 5, (2, 2), "VALID", "NCHW", 5004),
-    ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), ((0, 1), (0, 0)), "NHWC", 5005),  # padding reached
 ]
-# 1x1 with stride > 1 and no padding reached: the multi-channel kernel on a strided view of the
-# input (ResNet's projection shortcuts); odd maps, unequal strides, negative high padding,
-# NHWC / NCHW / mixed layouts, C and M tails, tensor-core tiles (C >= 256).
-STRIDED_1X1 = [
+# Strided layers with C >= 8: the multi-channel kernel (each output pixel's window starts at
+# stride x its coordinates): ResNet's 1x1 projection shortcuts and 3x3 stride-2 layers, odd
+# maps, unequal strides, padding (SAME, explicit, negative), NHWC / NCHW / mixed layouts, C and M
+# tails, tensor-core tiles (C >= 256 1x1, 3x3), a cluster split (batch 1, small map).
+STRIDED = [
     ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), "VALID", "NHWC", 5101),
     ConvConfig(4, 256, 512, 28, 28, 1, 1, (2, 2), "SAME", "NHWC", 5102),
     ConvConfig(2, 256, 512, 29, 27, 1, 1, (2, 2), "VALID", "NCHW", 5103),
     ConvConfig(3, 40, 36, 31, 30, 1, 1, (3, 2), "VALID", "NHWC-OIHW-NCHW", 5104),
     ConvConfig(2, 24, 20, 17, 19, 1, 1, (2, 3), ((0, -1), (0, -2)), "NCHW", 5105),
     ConvConfig(8, 512, 1024, 14, 14, 1, 1, (2, 2), "SAME", "NCHW", 5106),
+    ConvConfig(1, 64, 64, 14, 14, 1, 1, (2, 2), ((0, 1), (1, 0)), "NHWC", 5107),
+    ConvConfig(4, 128, 128, 56, 56, 3, 3, (2, 2), "SAME", "NHWC", 5108),
+    ConvConfig(2, 64, 72, 33, 31, 3, 3, (2, 2), "SAME", "NCHW", 5109),
+    ConvConfig(2, 16, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5110),
+    ConvConfig(3, 36, 44, 25, 27, 5, 3, (3, 2), ((2, 1), (-1, 2)), "NCHW-HWIO-NHWC", 5111),
+    ConvConfig(1, 256, 256, 28, 28, 3, 3, (2, 2), "SAME", "NCHW", 5112),
 ]
 
 
@@ -124,11 +128,11 @@ def test_forced_direct_kernel(cfg, force_direct):
     _check(cfg, forced=True)
 
 
-@pytest.mark.parametrize("cfg", STRIDED_1X1, ids=lambda c: c.id)
-def test_strided_1x1_on_a_view(cfg):
+@pytest.mark.parametrize("cfg", STRIDED, ids=lambda c: c.id)
+def test_strided_multi_channel_vs_lax(cfg):
     ex = cfg.explain()
-    assert _strided_view(cfg) and ex.path == "fastconv-cuda", ex.reason
-    assert ex.plan.method == "multi_channel" and "strided view" in ex.reason
+    assert _strided_mc(cfg) and ex.path == "fastconv-cuda", ex.reason
+    assert ex.plan.method == "multi_channel" and f"stride {cfg.strides}" in ex.reason
     x, w = cfg.arrays()
     out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
     assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
@@ -222,7 +226,9 @@ def test_explain_plans_for_the_device():
     assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel"
     ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (1, 1), "SAME")
     assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel"
-    ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (2, 2), "SAME")
+    ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (2, 2), "SAME")   # any stride, C >= 8
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel"
+    ex = fc.explain((1, 1, 32, 32), (64, 1, 3, 3), (2, 2), "SAME")    # single channel: stride 1
     assert ex.plan.method == "direct"
     assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
 

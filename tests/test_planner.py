@@ -324,29 +324,33 @@ def test_streamed_1x1_rule(dn, N, C, H, W, M, padding, streamed):
     assert not pl.make_plan(spec, hwm.PRESETS["gtx1080ti"]).kernel_attrs[7] & pl.MC_POINTWISE
 
 
-@pytest.mark.parametrize("C,H,stride,padding,layout,view", [
-    (256, 56, (2, 2), "VALID", "NHWC", True),          # ResNet's projection shortcut
-    (512, 28, (2, 2), "SAME", "NCHW", True),           # 1x1 SAME: no padding at any stride
-    (64, 57, (3, 2), "VALID", "NHWC", True),
-    (64, 56, (2, 2), ((0, -1), (0, 0)), "NHWC", True),  # negative high padding: fewer rows
-    (64, 56, (2, 2), ((0, 1), (0, 0)), "NHWC", False),  # high padding: would read past the map
-    (64, 56, (2, 2), ((1, 0), (0, 0)), "NCHW", False),  # low padding
-    (4, 56, (2, 2), "VALID", "NHWC", False),           # C < 8: lax, as at stride 1
+@pytest.mark.parametrize("C,K,stride,padding,layout,method", [
+    (256, 1, (2, 2), "VALID", "NHWC", "multi_channel"),   # ResNet's projection shortcut
+    (512, 1, (2, 2), "SAME", "NCHW", "multi_channel"),
+    (64, 1, (2, 2), ((0, 1), (1, 0)), "NHWC", "multi_channel"),  # padding reached
+    (128, 3, (2, 2), "SAME", "NHWC", "multi_channel"),    # ResNet's 3x3 stride 2
+    (64, 5, (3, 2), ((2, 1), (-1, 2)), "NCHW", "multi_channel"),
+    (4, 1, (2, 2), "VALID", "NHWC", "direct"),            # C < 8: lax, as at stride 1
+    (1, 3, (2, 2), "SAME", "NCHW", "direct"),             # single channel: stride 1 only
 ])
-def test_strided_1x1_runs_on_a_view(C, H, stride, padding, layout, view):
-    spec = spec_from_logical(8, C, H, H, 2 * C, 1, 1, stride=stride, padding=padding,
+def test_strided_layers(C, K, stride, padding, layout, method):
+    spec = spec_from_logical(8, C, 56, 56, 2 * C, K, K, stride=stride, padding=padding,
                              layout=layout)
     plan = pl.make_plan(spec, H200)
-    assert (plan.method == "multi_channel") == view, plan.reason
-    assert ("on every s-th pixel of the input (a strided view" in plan.reason) == view
-    if view:  # planned for the view's pixels; never the streamed kernel (dense input only)
+    assert plan.method == method, plan.reason
+    assert f"stride {stride}" in plan.reason or "C = 4 < 8" in plan.reason
+    if method == "multi_channel":  # planned for the output pixels; the streamed kernel: stride 1
         d = spec.dims
         assert plan["output_tiles"] == -(-(8 * d["OH"] * d["OW"]) // plan["W'x"]) * -(-2 * C // 64)
-        assert not plan.kernel_attrs[7] & pl.MC_POINTWISE
-    else:
-        assert "stride" in plan.reason or "C = 4 < 8" in plan.reason
-    k3 = spec_from_logical(8, C, H, H, 2 * C, 3, 3, stride=stride, layout=layout)
-    assert pl.make_plan(k3, H200).method == "direct"   # only 1x1 reads a subset of pixels
+        assert not plan.kernel_attrs[7] & pl.MC_POINTWISE and "beyond the paper" in plan.reason
+
+
+def test_strided_packed_coordinates_limit():
+    # the kernel packs each window's input origin (stride x oh) in 16 bits
+    ok = spec_from_logical(1, 64, 16384, 8, 64, 1, 1, stride=(2, 1))      # 2 x 8191 < 16384
+    assert pl.make_plan(ok, H200).method == "multi_channel"
+    edge = spec_from_logical(1, 64, 16383, 8, 64, 1, 1, stride=(3, 1))    # 3 x 5460 = 16380
+    assert pl.make_plan(edge, H200).method == "multi_channel"
 
 
 def test_tensor_cores_need_sm90_and_a_square_enough_kernel():
@@ -418,7 +422,7 @@ def test_c_split_is_beyond_the_paper_and_said_so():
 # ---------------------------------------------------------------- direct fallbacks
 @pytest.mark.parametrize("spec,needle", [
     (spec_from_logical(1, 1, 32, 32, 8, 3, 3, stride=(2, 2)), "stride"),
-    (spec_from_logical(1, 8, 32, 32, 8, 3, 3, stride=(1, 2)), "stride"),
+    (spec_from_logical(1, 4, 32, 32, 8, 3, 3, stride=(1, 2)), "C = 4 < 8"),
 ])
 def test_direct_for_uncovered_shapes(spec, needle):
     plan = pl.make_plan(spec, GTX)

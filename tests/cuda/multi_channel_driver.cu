@@ -64,6 +64,7 @@ using fastconv::ConvParams;
 struct Case {
   int N, C, H, W, M, KH, KW;
   int pt, pl, pb, pr;  // padding (may be negative)
+  int sh = 1, sw = 1;  // strides
   bool x_nhwc, w_hwio, y_nhwc;
   int64_t plan[8];
 };
@@ -71,9 +72,9 @@ struct Case {
 static ConvParams make_params(const Case& c) {
   ConvParams p{};
   p.N = c.N; p.C = c.C; p.H = c.H; p.W = c.W; p.M = c.M; p.KH = c.KH; p.KW = c.KW;
-  p.OH = c.H + c.pt + c.pb - c.KH + 1;
-  p.OW = c.W + c.pl + c.pr - c.KW + 1;
-  p.stride_h = p.stride_w = 1;
+  p.OH = (c.H + c.pt + c.pb - c.KH) / c.sh + 1;
+  p.OW = (c.W + c.pl + c.pr - c.KW) / c.sw + 1;
+  p.stride_h = c.sh; p.stride_w = c.sw;
   p.pad_top = c.pt; p.pad_left = c.pl;
   if (c.x_nhwc) { p.x_sc = 1; p.x_sw = c.C; p.x_sh = (int64_t)c.W * c.C; p.x_sn = (int64_t)c.H * c.W * c.C; }
   else { p.x_sw = 1; p.x_sh = c.W; p.x_sc = (int64_t)c.H * c.W; p.x_sn = (int64_t)c.C * c.H * c.W; }
@@ -90,10 +91,10 @@ static double ref_point(const ConvParams& p, const std::vector<float>& x, const 
   double s = 0;
   for (int64_t c = 0; c < p.C; ++c)
     for (int64_t kh = 0; kh < p.KH; ++kh) {
-      int64_t ih = oh + kh - p.pad_top;
+      int64_t ih = oh * p.stride_h + kh - p.pad_top;
       if (ih < 0 || ih >= p.H) continue;
       for (int64_t kw = 0; kw < p.KW; ++kw) {
-        int64_t iw = ow + kw - p.pad_left;
+        int64_t iw = ow * p.stride_w + kw - p.pad_left;
         if (iw < 0 || iw >= p.W) continue;
         s += (double)x[n * p.x_sn + c * p.x_sc + ih * p.x_sh + iw * p.x_sw] *
              (double)w[m * p.w_so + c * p.w_si + kh * p.w_sh + kw * p.w_sw];
@@ -326,8 +327,10 @@ static Case random_case(std::mt19937_64& rng) {
       c.W = (c.W + 3) & ~3;  // H*W % 4 == 0 (channels-first)
       c.H = U(1, 40);
     }
-    int OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
-    if (OH >= 1 && OW >= 1) break;
+    c.sh = c.sw = 1;
+    if (U(0, 2) == 0) { c.sh = U(1, 3); c.sw = U(1, 3); }  // strides (any, beyond the paper)
+    const int eh = c.H + c.pt + c.pb - c.KH, ew = c.W + c.pl + c.pr - c.KW;
+    if (eh >= 0 && ew >= 0) break;
   }
   c.x_nhwc = U(0, 1);
   c.w_hwio = U(0, 1);
@@ -355,6 +358,7 @@ static Case random_case(std::mt19937_64& rng) {
 }
 
 static void print_case(const Case& c) {
+  if (c.sh != 1 || c.sw != 1) printf("s%dx%d ", c.sh, c.sw);
   printf("N%d C%d %dx%d M%d K%dx%d pad(t%d,l%d,b%d,r%d) x:%s w:%s y:%s plan[%lld,%lld,%lld,%lld,%lld,..,%lld]",
          c.N, c.C, c.H, c.W, c.M, c.KH, c.KW, c.pt, c.pl, c.pb, c.pr, c.x_nhwc ? "NHWC" : "NCHW",
          c.w_hwio ? "HWIO" : "OIHW", c.y_nhwc ? "NHWC" : "NCHW", (long long)c.plan[1],
@@ -495,7 +499,12 @@ int main(int argc, char** argv) {
     h.plan[7] = 16;
     Case i = layer(2, 32, 7, 16, 1, true);
     i.plan[7] = 16;
-    for (Case* cs : {&a, &b, &c, &d, &e, &f, &g, &h, &i}) {
+    // strides: NCHW/OIHW 3x3 at (2, 3) with padding (FFMA), NHWC 3x3 at 2 on the tensor cores
+    Case j = layer(2, 40, 17, 36, 3, false);
+    j.sh = 2; j.sw = 3; j.pt = j.pl = j.pb = j.pr = 1;
+    Case k = layer(2, 64, 15, 64, 3, true);
+    k.sh = k.sw = 2; k.pt = k.pl = 1; k.plan[7] = 4;
+    for (Case* cs : {&a, &b, &c, &d, &e, &f, &g, &h, &i, &j, &k}) {
       CheckResult r = check_case(*cs, rng, true);
       print_case(*cs);
       printf(" -> %s rel %.2e written %d bitident %d %s\n", r.desc.c_str(), r.rel, r.all_written,
