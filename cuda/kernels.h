@@ -19,7 +19,7 @@ cudaError_t launch_direct(const ConvParams& p, const float* x, const float* w, f
 cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                   cudaStream_t stream);
 
-// multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, stride 1). `workspace`
+// multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, any stride). `workspace`
 // (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh) and the
 // partial outputs of a split through global memory; without enough of it the filters are read
 // in place and the split goes back to a cluster.
