@@ -116,7 +116,7 @@ namespace mc {
 // plan[7] bit of a multi-channel plan (with filter_staging.cuh's kStageFiltersHWIO = 2).
 constexpr int64_t kTensorCores = 4;  // 3xTF32 mma.sync instead of FFMA (the BM x 64 tiles)
 constexpr int64_t kSplitGlobal = 8;  // c_split ranks without a cluster: partials + a sum pass
-constexpr int64_t kPointwise = 16;   // 1x1, C <= 128: the streamed kernel (multi_channel_pointwise.cu)
+constexpr int64_t kPointwise = 16;   // 1x1, C = 32/64: the streamed kernel (multi_channel_pointwise.cu)
 
 struct KArgs {
   const float* __restrict__ x;
@@ -1064,7 +1064,8 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
                          (p.KH - 1) * llabs(p.w_sh) + (p.KW - 1) * llabs(p.w_sw);
   if (wmax >= (1LL << 31) || p.w_so < 0 || p.w_si < 0 || p.w_sh < 0 || p.w_sw < 0)
     return cudaErrorInvalidValue;
-  // packed (oh << 16 | ow) pixel coordinates and the out-of-range sentinel need these
+  // packed input coordinates (stride * oh << 16 | stride * ow) and the out-of-range sentinel
+  // need these
   if (p.H > 16384 || p.W > 16384 || p.OH > 16384 || p.OW > 16384 || p.pad_top > 16383 ||
       p.pad_left > 16383 || p.pad_top < -16384 || p.pad_left < -16384 ||
       (p.OH - 1) * p.stride_h > 16383 || (p.OW - 1) * p.stride_w > 16383)

@@ -46,17 +46,15 @@ struct Args {
   int m_tiles;            // ceil(M / 64); block b keeps filter tile b % m_tiles
   int tiles_per_img;      // channels-first: ceil(HW / W'x)
   long long pix_tiles;    // channels-last: ceil(P / W'x); channels-first: N * tiles_per_img
-  int pitch;              // floats per stage row (channels-last: a pixel; channels-first: a channel)
 };
 
 // Stage rows.  Channels-last [W'x pixels][pitch], pitch = C rounded up to 32, + 8 (8 mod 32):
 // the LDS.64 of two channels of 8 pixel rows by 4 lanes each hit 32 distinct banks.
 // Channels-first [C][W'x + 4] (4 mod 32): the B reads of channels 2t, 2t + 1 by 8 pixels do.
-__host__ __device__ inline int stage_pitch(bool cl, int C, int BP) {
+__host__ __device__ constexpr int stage_pitch(bool cl, int C, int BP) {
   return cl ? ((C + 31) / 32) * 32 + 8 : BP + 4;
 }
-__host__ __device__ constexpr int cl_pitch_c(int C) { return ((C + 31) / 32) * 32 + 8; }
-__host__ __device__ inline int stage_floats(bool cl, int C, int BP) {
+__host__ __device__ constexpr int stage_floats(bool cl, int C, int BP) {
   return (cl ? BP : C) * stage_pitch(cl, C, BP);
 }
 
@@ -105,7 +103,7 @@ __device__ void fill_filters(const Args& a, int m0, float4* wf) {
 // One tile's input -> stage (16-byte cp.async; pixels past the end zero-filled).
 template <bool CL, int C, int NT, int BP>
 __device__ __forceinline__ void load_tile(const Args& a, long long tile, float* st) {
-  constexpr int PITCH = CL ? cl_pitch_c(C) : BP + 4;
+  constexpr int PITCH = stage_pitch(CL, C, BP);
   if (CL) {
     const long long p0 = tile * BP;
     const int chunks = BP * (C >> 2);
@@ -169,14 +167,14 @@ __device__ __noinline__ void recompute_cf(const float* __restrict__ w, long long
 template <bool CL, int C, int STAGES, int WM, int RP>
 __global__ void __launch_bounds__(128 * WM) mc_pointwise_kernel(const Args a) {
   constexpr int NT = 128 * WM, BP = 64 * RP;
-  constexpr int PITCH = CL ? cl_pitch_c(C) : BP + 4;
+  constexpr int PITCH = stage_pitch(CL, C, BP);
   constexpr int NJ = 8 / WM;   // CL: n8 tiles of filters per warp
   constexpr int NI = 4 / WM;   // CF: m16 tiles of filters per warp
   constexpr int NP = 2 * RP;   // CF: n8 tiles of pixels per warp
   extern __shared__ float4 smem4[];
   float4* wf = smem4;
   float* ring = reinterpret_cast<float*>(smem4 + C * 32);  // after C * 128 floats of filters
-  constexpr int sf = (CL ? BP : C) * PITCH;
+  constexpr int sf = stage_floats(CL, C, BP);
 
   const int mt = blockIdx.x % a.m_tiles, m0 = mt * kMB;
   const long long first = blockIdx.x / a.m_tiles, step = gridDim.x / a.m_tiles;
@@ -330,14 +328,16 @@ __global__ void __launch_bounds__(128 * WM) mc_pointwise_kernel(const Args a) {
 
 using KernelFn = void (*)(const Args);
 
+constexpr int kTileW = 128;  // W'x of both variants (RP = 2 pixel groups of 16 per warp)
 struct Variant {
   KernelFn cl32, cf32, cl64, cf64;
-  int stages, wm, rp;
+  int stages, wm;
 };
-#define PW_VARIANT(S, WM, RP)                                                              \
-  { mc_pointwise_kernel<true, 32, S, WM, RP>, mc_pointwise_kernel<false, 32, S, WM, RP>,   \
-    mc_pointwise_kernel<true, 64, S, WM, RP>, mc_pointwise_kernel<false, 64, S, WM, RP>, S, \
-    WM, RP }
+#define PW_VARIANT(S, WM)                                                                  \
+  { mc_pointwise_kernel<true, 32, S, WM, kTileW / 64>,                                      \
+    mc_pointwise_kernel<false, 32, S, WM, kTileW / 64>,                                     \
+    mc_pointwise_kernel<true, 64, S, WM, kTileW / 64>,                                      \
+    mc_pointwise_kernel<false, 64, S, WM, kTileW / 64>, S, WM }
 // [0] 4 warps of 32 pixels x 64 filters (W'x = 128), 2 stages, 2 blocks per SM (C = 64: 32 KB of
 // split filters + 2 x 36 KB of stages); [1] the same tile on 8 warps of 32 pixels x 32 filters
 // (more warps, each split of a pixel done twice), faster where each block gets few tiles.
@@ -346,7 +346,7 @@ struct Variant {
 // NHWC 351 / 242 / 262 / 281; b32 56x56x64 NHWC 31.3 / 27.9 / 25.0 / 30.2, NCHW 31.0 / 30.9 /
 // 29.0 / 30.1; b1 512x512x64 NHWC 67.8 / 52.3 / 53.8 / 59.0; b1 224x224x64 NHWC 16.2 / 21.8 /
 // 18.9 / 21.7 (too few tiles: the planner keeps the general kernel there).
-static const Variant kVariants[] = {PW_VARIANT(2, 1, 2), PW_VARIANT(2, 2, 2)};
+static const Variant kVariants[] = {PW_VARIANT(2, 1), PW_VARIANT(2, 2)};
 constexpr long long kFewTilesPerBlock = 6;  // below: variant [1]
 #undef PW_VARIANT
 static int g_variant = -1;  // drivers: force one (-1: by the tiles per block)
@@ -368,7 +368,8 @@ static int layout_of(const ConvParams& p) {
 bool mc_pointwise_supported(const ConvParams& p, const void* x, const void* w, const void* y) {
   (void)w;
   return p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
-         p.pad_left == 0 && p.OH == p.H && p.OW == p.W && (p.C == 32 || p.C == 64) && p.M % 8 == 0 && p.M >= 8 && p.N >= 1 && p.w_so >= 0 && p.w_si >= 0 &&
+         p.pad_left == 0 && p.OH == p.H && p.OW == p.W && (p.C == 32 || p.C == 64) &&
+         p.M % 8 == 0 && p.M >= 8 && p.N >= 1 && p.w_so >= 0 && p.w_si >= 0 &&
          (p.M - 1) * p.w_so + (p.C - 1) * p.w_si < (1LL << 31) && pw::layout_of(p) != 0 &&
          aligned16(x) && aligned16(y);
 }
@@ -384,12 +385,7 @@ cudaError_t launch_mc_pointwise(const ConvParams& p, const float* x, const float
   cudaError_t err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
   const bool cl = pw::layout_of(p) == 1;
-  // both variants: W'x = 128, 2 blocks per SM (the grid below)
-  const long long tiles = (p.N * p.H * p.W + 127) / 128 * ((p.M + pw::kMB - 1) / pw::kMB);
-  const int vi = pw::g_variant >= 0 ? pw::g_variant
-                                    : (tiles < pw::kFewTilesPerBlock * 2 * dev.sms ? 1 : 0);
-  const pw::Variant& v = pw::kVariants[vi];
-  const int BP = 64 * v.rp, nt = 128 * v.wm;
+  constexpr int BP = pw::kTileW;
   pw::Args a;
   a.x = x; a.w = w; a.y = y;
   a.C = (int)p.C; a.M = (int)p.M; a.HW = (int)(p.H * p.W);
@@ -398,8 +394,13 @@ cudaError_t launch_mc_pointwise(const ConvParams& p, const float* x, const float
   a.m_tiles = (int)((p.M + pw::kMB - 1) / pw::kMB);
   a.tiles_per_img = (int)((a.HW + BP - 1) / BP);
   a.pix_tiles = cl ? (a.P + BP - 1) / BP : p.N * a.tiles_per_img;
-  a.pitch = pw::stage_pitch(cl, a.C, BP);
   if (p.H * p.W >= (1LL << 31) || a.pix_tiles >= (1LL << 40)) return cudaErrorInvalidValue;
+  // both variants run 2 blocks per SM (the grid below); tiles counted over all N * H * W pixels
+  const long long tiles = (a.P + BP - 1) / BP * a.m_tiles;
+  const int vi = pw::g_variant >= 0 ? pw::g_variant
+                                    : (tiles < pw::kFewTilesPerBlock * 2 * dev.sms ? 1 : 0);
+  const pw::Variant& v = pw::kVariants[vi];
+  const int nt = 128 * v.wm;
 
   const pw::KernelFn fn = p.C == 32 ? (cl ? v.cl32 : v.cf32) : (cl ? v.cl64 : v.cf64);
   const size_t smem =

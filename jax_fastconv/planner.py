@@ -740,8 +740,7 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
     if min(d.values()) <= 0:
         return _direct(hw, "empty operand or output")
     lat = latency_model(hw)
-    strided = tuple(spec.window_strides) != (1, 1)
-    if strided and d["C"] == 1:
+    if d["C"] == 1 and tuple(spec.window_strides) != (1, 1):
         return _direct(hw, f"stride {tuple(spec.window_strides)}: the single-channel kernel is "
                            f"stride 1", lat)
     if d["C"] == 1:

@@ -110,6 +110,16 @@ def jit_checked(f, *args, target: str = CPU_TARGET, expect_calls: int | None = N
     return lowered.compile()(*args), text
 
 
+def assert_matches_lax_twice(f, cfg, target: str):
+    """f(x, w) on cfg's random arrays: one custom call, lax HIGHEST's answer, and the same bits
+    when run again (deterministic kernels, split sums in fixed order)."""
+    x, w = cfg.arrays()
+    out, _ = jit_checked(f, x, w, target=target, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
+    again, _ = jit_checked(f, x, w, target=target, expect_calls=1)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))
+
+
 # -- layouts and random configurations -----------------------------------------------------
 
 # name -> dimension_numbers as strings (None means lax's default NCHW/OIHW/NCHW).

@@ -19,9 +19,9 @@ skip_module_without_cuda()
 from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv.api import FORCE_DIRECT_ENV  # noqa: E402
 from jax_fastconv.planner import MC_MIN_CHANNELS  # noqa: E402
-from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close, assert_trees_close,  # noqa: E402
-                      count_custom_calls, jit_checked, lowered_text, random_configs, randn,
-                      ref_conv)
+from _helpers import (CUDA_TARGET, HIGHEST, ConvConfig, assert_close,  # noqa: E402
+                      assert_matches_lax_twice, assert_trees_close, count_custom_calls,
+                      jit_checked, lowered_text, random_configs, randn, ref_conv)
 
 pytestmark = pytest.mark.gpu
 
@@ -133,11 +133,7 @@ def test_strided_multi_channel_vs_lax(cfg):
     ex = cfg.explain()
     assert _strided_mc(cfg) and ex.path == "fastconv-cuda", ex.reason
     assert ex.plan.method == "multi_channel" and f"stride {cfg.strides}" in ex.reason
-    x, w = cfg.arrays()
-    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
-    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))
+    assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
 
 
 # The paper's kernels: C == 1 -> single_channel (sec 3.1), C > 1 -> multi_channel (sec 3.2).

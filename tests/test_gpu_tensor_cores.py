@@ -18,7 +18,8 @@ from _helpers import skip_module_without_cuda
 skip_module_without_cuda()
 
 from jax_fastconv import autotune, planner  # noqa: E402
-from _helpers import CUDA_TARGET, ConvConfig, assert_close, jit_checked, ref_conv  # noqa: E402
+from _helpers import (CUDA_TARGET, ConvConfig, assert_close, assert_matches_lax_twice,  # noqa: E402
+                      jit_checked, ref_conv)
 
 pytestmark = pytest.mark.gpu
 
@@ -101,11 +102,7 @@ def _tensor_core_plan(cfg):
 @pytest.mark.parametrize("cfg", TC, ids=lambda c: c.id)
 def test_tensor_cores_vs_lax(cfg):
     _tensor_core_plan(cfg)
-    x, w = cfg.arrays()
-    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
-    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits
+    assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
 
 
 @pytest.mark.parametrize("cfg", GLOBAL, ids=lambda c: c.id)
@@ -113,11 +110,7 @@ def test_split_through_global_memory_vs_lax(cfg):
     ex = _tensor_core_plan(cfg)
     assert ex.plan.kernel_attrs[7] & planner.MC_SPLIT_GLOBAL and ex.plan["c_split"] > 1, ex.reason
     assert "split through global memory" in ex.reason
-    x, w = cfg.arrays()
-    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
-    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits (rank order)
+    assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
 
 
 @pytest.mark.parametrize("cfg", POINTWISE + [TC[15]], ids=lambda c: c.id)
@@ -126,11 +119,7 @@ def test_streamed_1x1_vs_lax(cfg):
     assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel", ex.reason
     assert ex.plan.kernel_attrs[7] & planner.MC_POINTWISE and ex.plan["pointwise"] == 1
     assert "streamed 1x1 kernel" in ex.reason
-    x, w = cfg.arrays()
-    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
-    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))  # same bits
+    assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
 
 
 def test_streamed_1x1_under_vmap_and_grad():
