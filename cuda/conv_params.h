@@ -39,7 +39,9 @@ struct ConvParams {
   //                    filters_per_block, rows_per_block, prefetch (1) / volume (0), threads]
   //   kMultiChannel:  [2, S (elements of ch per segment), M', W'x, W'y, c_split, threads,
   //                    flags (2: filters staged to HWIO, 4: 3xTF32 tensor cores,
-  //                    8: c_split ranks without a cluster, partials summed in a second pass)]
+  //                    8: c_split ranks without a cluster, partials summed in a second pass,
+  //                    16: the streamed 1x1 kernel, 32: tensor cores on OIHW filters in the
+  //                    filters' own reduction order, no staging)]
   int64_t plan[kPlanLen];
 
   FASTCONV_HD int64_t method() const { return plan[0]; }

@@ -78,6 +78,10 @@
 // Filter staging (plan[7] & 2, cuda/filter_staging.cuh): dense OIHW filters may first be copied
 // to HWIO in the call's workspace, where the planner measured the 4-byte OIHW gather to cost
 // more than the copy.
+// OIHW order (plan[7] & 32, AM = 3; tensor-core tiles, pixel-contiguous input): instead of that
+// copy the reduction runs in the filters' own order r = c*KH*KW + tap, so each filter's stage is
+// one 16-byte-loadable run of S consecutive r and the A tile is gathered per (r, pixel); the
+// gather costs ~5% on large layers, so the planner takes it where the copy weighs more.
 // Tensor cores (plan[7] & 4, cuda/mma_3xtf32.cuh): the BM x 64 tiles' FFMAs replaced by 3xTF32
 // mma.sync, 2 x 2 warps of BM/2 pixels x 32 filters (BM/32 x 4 m16n8 tiles per warp: the same
 // TM x TN accumulators per thread), the stage's products summed in a fresh fragment and added
@@ -104,6 +108,7 @@
 #include "kernels.h"
 #include "launch_util.h"
 #include "cp_async.cuh"
+#include "fast_divide.h"
 #include "filter_staging.cuh"
 #include "grid_model.h"
 #include "mma_3xtf32.cuh"
@@ -117,6 +122,7 @@ namespace mc {
 constexpr int64_t kTensorCores = 4;  // 3xTF32 mma.sync instead of FFMA (the BM x 64 tiles)
 constexpr int64_t kSplitGlobal = 8;  // c_split ranks without a cluster: partials + a sum pass
 constexpr int64_t kPointwise = 16;   // 1x1, C = 32/64: the streamed kernel (multi_channel_pointwise.cu)
+constexpr int64_t kOihwOrder = 32;   // tensor cores on OIHW filters in place (AM = 3), no staging
 
 struct KArgs {
   const float* __restrict__ x;
@@ -137,6 +143,10 @@ struct KArgs {
   float* part;  // split through global memory (kSplitGlobal): rank z's partial tile goes to
                 // part[z * P * M + i], i = p * M + m (filter-contiguous output) or m * P + p;
                 // null: the cluster split
+  // OIHW reduction order (AM = 3 only): r = c * KK + tap runs over R = C * KK in steps of BK
+  FastDiv kk_div;  // r -> (c, tap), KK = KH * KW
+  int R;
+  int inb;         // every valid output's window lies inside the input: no per-tap bounds test
 };
 
 template <int BM, int BN, int BK, int TM, int TN, int STAGES>
@@ -160,6 +170,13 @@ struct Cfg {
   static constexpr int KV = BK / 4;                                          // 16-byte vectors
   static constexpr int EAV = (BM * KV + NT - 1) / NT, EBV = (BN * KV + NT - 1) / NT;
   static constexpr int MINB = NT >= 256 ? 2 : 3;  // <= 128 (256 thr) or <= 168 (128 thr) regs
+  // OIHW reduction order (AM = 3): the B tile filter-major Bs[M'][S+4] (16-byte rows along r;
+  // a pitch of 4 mod 8 words keeps the (filter g, r t) fragment reads conflict-free), and a
+  // per-tap table (input offset, dh, dw) of up to RO_TAPS taps after the pixel tables.
+  static constexpr int B_STAGE_RO = BN * (BK + 4), RO_TAPS = 64;
+  static constexpr int PIPE_RO = STAGES * (A_STAGE + B_STAGE_RO);
+  static constexpr int REGION_RO_AL = ((PIPE_RO > CTILE ? PIPE_RO : CTILE) + 3) & ~3;
+  static constexpr size_t SMEM_RO = size_t(REGION_RO_AL) * 4 + size_t(BM) * 16 + RO_TAPS * 16;
   static_assert(TX % 8 == 0 && TY % 4 == 0, "warp tile is 4 (pixels) x 8 (filters) threads");
   static_assert((BM * BK) % NT == 0 && (BN * BK) % NT == 0, "loader split");
   static_assert(NT % BK == 0 && NT % BM == 0, "loader mappings");
@@ -174,18 +191,26 @@ struct Cfg {
 //       channel: coalesced, conflict-free stores), inner loop TM/4 LDS.128 of A per k;
 //     1 channel-contiguous 4-byte (x_sc == 1, C % 4 != 0 or unaligned): pixel-major A tile;
 //     2 channel-contiguous 16-byte (x_sc == 1, C % 4 == 0, 16-byte aligned pixel offsets):
-//       pixel-major A tile As[BM][BK+4], inner loop TM LDS.64 of A per k-pair (v4).
+//       pixel-major A tile As[BM][BK+4], inner loop TM LDS.64 of A per k-pair (v4);
+//     3 pixel-contiguous input with dense OIHW filters, tensor cores only: the reduction runs
+//       in the filters' own order r = c * KH*KW + tap (tap fastest), so a stage is S consecutive
+//       r of each of M' filters, one 16-byte run per 4 (B tile filter-major), and the A tile
+//       (channel-major, k = r) is gathered pixel-fast: warp w takes r = w*S/4 .. +S/4-1, lane
+//       the pixels lane + 32 h.  No HWIO copy of the filters (filter_staging.cuh) is needed.
 // BV: B (filter) loader 16-byte, filter-fast (w_so == 1, M % 4 == 0, aligned); else 4-byte.
 // Resident blocks the compiler must allow (registers <= 64K / (threads x blocks)): Cfg::MINB,
 // except 4 for the 128x64 tile with the channel-major A tile and the 16-byte filter loader
 // (NCHW input, HWIO or staged filters), which fits 128 registers without spills.  Measured
 // (H200, driver, same plans, 168 -> 128 registers): b32 7x7x512 K3 144.8 -> 124.5 us,
 // 14x14x256 K3 179.5 -> 158.5, 14x14x512 K5 1127 -> 1040, 224x224x64 K1 408 -> 398, the other
-// 24 NCHW layers of that tile within +-1.1%.  The NHWC instances lose 4-12% at 128 registers
+// 24 NCHW layers of that tile within +-1.1%.  And 4 for the 64x64 tile in the OIHW order
+// (AM = 3), which the compiler would give 131 registers (3 blocks; the other 64x64 tensor-core
+// instances fit 128 by themselves).  The NHWC instances lose 4-12% at 128 registers
 // (the spread loader's live values) and spill without it: they stay at 3 blocks.
 template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA, bool GS>
 constexpr int min_blocks() {
-  return (BM == 128 && BN == 64 && AM == 0 && BV && !MMA) ? 4 : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
+  return ((BM == 128 && BN == 64 && AM == 0 && BV && !MMA) || (BM == 64 && AM == 3)) ? 4
+             : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
 }
 
 // GS: the split through global memory (kSplitGlobal; tensor-core tiles only): its own
@@ -202,8 +227,11 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // rows) for the 16-byte loader, BK+2 for the channel-fast 4-byte loader; channel-major BM+4.
   // The A stage is allocated at BM x (BK+4) floats in every case (the largest of the three:
   // BM > BK), so shared memory per block, hence the planner's residency, is layout-independent.
-  constexpr bool KM = AM == 0;
+  constexpr bool RO = AM == 3;
+  constexpr bool KM = AM == 0 || RO;
+  static_assert(!RO || (MMA && NT == 128 && BM % 32 == 0), "OIHW order: tensor-core tiles");
   constexpr int LDAK = AM == 2 ? G::LDAK : BK + 2;
+  constexpr int B_STAGE = RO ? G::B_STAGE_RO : G::B_STAGE, LDBK = BK + 4;  // LDBK: RO's B pitch
   // (the tensor-core instances read the channel-major tile by (pixel g, channel t) lanes: a
   // pitch of 8 mod 32 banks keeps those reads conflict-free)
   constexpr int LDAM = (MMA && KM) ? BM + 8 : BM + 4;
@@ -212,8 +240,9 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   extern __shared__ __align__(16) float smem[];
   float* As = smem;
   float* Bs = smem + STAGES * G::A_STAGE;
-  long long* rowoff = reinterpret_cast<long long*>(smem + G::REGION_AL);
+  long long* rowoff = reinterpret_cast<long long*>(smem + (RO ? G::REGION_RO_AL : G::REGION_AL));
   int2* apix = reinterpret_cast<int2*>(rowoff + BM);  // per tile pixel: x offset, (oh<<16)|ow
+  int4* taptab = reinterpret_cast<int4*>(apix + BM);  // RO: per tap input offset, dh, dw
 
   const int tid = threadIdx.x;
   const long long p0 = (long long)blockIdx.x * BM;
@@ -243,6 +272,12 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     rowoff[m] = off;
     apix[m] = ap;
   }
+  if (RO) {
+    for (int t = tid; t < KK; t += NT) {
+      const int dh = t / a.KW - a.pad_top, dw = t % a.KW - a.pad_left;
+      taptab[t] = make_int4(dh * a.x_sh + dw * a.x_sw, dh, dw, 0);
+    }
+  }
   __syncthreads();
 
   // ---- B loader setup: per element (vector) the 32-bit filter offset (tap 0, segment 0)
@@ -251,7 +286,10 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     int idx = tid + j * NT;
-    if (BV) {
+    if (RO) {  // filter n's 4 consecutive r from k (filter-major B tile)
+      int n = idx / KV, k = (idx % KV) * 4;
+      boff[j] = (idx < BN * KV && m0 + n < a.M) ? (m0 + n) * a.w_so + k : -1;
+    } else if (BV) {
       int n = (idx % (BN / 4)) * 4, k = idx / (BN / 4);
       boff[j] = (idx < BN * KV && m0 + n < a.M) ? (m0 + n) + k * a.w_si : -1;
     } else {
@@ -262,7 +300,8 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   }
 
   // reduction counters of the next stage to load: segment start c, tap (kh, kw)
-  int l_c, l_kh, l_kw;
+  // (RO: l_r, the stage's first r)
+  int l_c, l_kh, l_kw, l_r = it_begin * BK;
   {
     int seg = it_begin / KK, tap = it_begin - seg * KK;
     l_c = seg * BK;
@@ -285,9 +324,67 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #define MC_SPREAD 1
 #endif
   constexpr bool SPREAD = !MMA && MC_SPREAD && TM * TN == 64 && AM == 2;
+  // RO: this thread's pixels (lane + 32 h) for the whole launch: input offset, packed origin
+  constexpr int KR = BK / 4, HP = RO ? BM / 32 : 1;  // r per warp, pixels per lane
+  int ro_px[HP], ro_py[HP];
+#pragma unroll
+  for (int h = 0; h < HP; ++h) {
+    const int2 ap = RO ? apix[(tid & 31) + 32 * h] : make_int2(0, 0);
+    ro_px[h] = ap.x;
+    ro_py[h] = ap.y;
+  }
+  auto load_stage_ro = [&](int buf) {
+    const int w4 = (tid >> 5) * KR;
+    float* as = As + buf * G::A_STAGE + w4 * LDAM + (tid & 31);
+    float* bs = Bs + buf * B_STAGE;
+    int r = l_r + w4, tap;
+    int c = (int)a.kk_div.divmod((uint32_t)r, &tap);  // then stepped: r, tap, c
+    if (a.inb) {  // every window inside the input: only out-of-range pixels and r >= R zero-fill
+#pragma unroll
+      for (int kk = 0; kk < KR; ++kk, ++r) {
+        const bool vr = r < a.R;
+        const int roff = taptab[tap].x + c * a.x_sc;
+#pragma unroll
+        for (int h = 0; h < HP; ++h) {
+          const bool v = vr && ro_py[h] != 0x7fff0000;  // (the out-of-range pixels' sentinel)
+          cp_async4(as + kk * LDAM + 32 * h, v ? a.x + (ro_px[h] + roff) : a.x, v);
+        }
+        if (++tap == KK) tap = 0, ++c;
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < KR; ++kk, ++r) {
+        const bool vr = r < a.R;
+        const int4 tt = taptab[tap];
+        const int roff = tt.x + c * a.x_sc;
+#pragma unroll
+        for (int h = 0; h < HP; ++h) {
+          const int ih = (ro_py[h] >> 16) + tt.y, iw = (ro_py[h] & 0xffff) + tt.z;
+          const bool v = vr && (unsigned)ih < (unsigned)a.H && (unsigned)iw < (unsigned)a.W;
+          cp_async4(as + kk * LDAM + 32 * h, v ? a.x + (ro_px[h] + roff) : a.x, v);
+        }
+        if (++tap == KK) tap = 0, ++c;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < EBV; ++j) {
+      const int idx = tid + j * NT;
+      if (EBV * NT == BN * KV || idx < BN * KV) {
+        const int n = idx / KV, k = (idx % KV) * 4;
+        const bool v = boff[j] >= 0 && l_r + k < a.R;  // (R % 4 == 0: whole runs)
+        const float* src = v ? a.w + (boff[j] + l_r) : a.w;
+        cp_async16(bs + n * LDBK + k, src, v);
+      }
+    }
+    l_r += BK;
+  };
   auto load_stage = [&](int buf) {
+    if constexpr (RO) {
+      load_stage_ro(buf);
+      return;
+    }
     float* as = As + buf * G::A_STAGE;
-    float* bs = Bs + buf * G::B_STAGE;
+    float* bs = Bs + buf * B_STAGE;
     const int dh = l_kh - a.pad_top, dw = l_kw - a.pad_left;
     const int tapoff = dh * a.x_sh + dw * a.x_sw;
     // A: W'x pixels x S channels of the input shifted by this tap (pixel-major in shared)
@@ -395,7 +492,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       }
       return;
     }
-    float* bs = Bs + buf * G::B_STAGE;
+    float* bs = Bs + buf * B_STAGE;
     const int j = p - NPA, idx = tid + j * NT;
     if (BV) {
       if (EBV * NT == BN * KV || idx < BN * KV) {
@@ -466,15 +563,17 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
       constexpr int MT = BM / 32, K8 = BK / 8;
       const int g = lane >> 2, t4 = lane & 3, mw = (warp >> 1) * (BM / 2), nw = (warp & 1) * 32;
       const float* as = As + rbuf * G::A_STAGE;
-      const float* bs = Bs + rbuf * G::B_STAGE;
+      const float* bs = Bs + rbuf * B_STAGE;
       uint32_t bh[K8][4][2], bl[K8][4][2];
 #pragma unroll
       for (int q = 0; q < K8; ++q)
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
-            split_tf32(bs[(q * 8 + t4 + 4 * h) * LDB + nw + nt * 8 + g], bh[q][nt][h], bl[q][nt][h]);
+          for (int h = 0; h < 2; ++h) {
+            const int k = q * 8 + t4 + 4 * h, n = nw + nt * 8 + g;
+            split_tf32(RO ? bs[n * LDBK + k] : bs[k * LDB + n], bh[q][nt][h], bl[q][nt][h]);
+          }
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         uint32_t ah[K8][4], al[K8][4];
@@ -690,7 +789,15 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
         park_slot(e, p, n, ci);
         const int2 ap = apix[p];  // out-of-range pixels: oh = 32767, every tap outside the map
         float s = 0.f;
-        for (int it = it_begin; m0 + n < a.M && it < it_end; ++it) {
+        // RO: this rank's r = it_begin * BK .. it_end * BK - 1 in order
+        for (int r = it_begin * BK; RO && m0 + n < a.M && r < it_end * BK && r < a.R; ++r) {
+          const int c = r / KK, tap = r - c * KK, kh = tap / a.KW, kw = tap - kh * a.KW;
+          const int ih = (ap.y >> 16) + kh - a.pad_top, iw = (ap.y & 0xffff) + kw - a.pad_left;
+          if ((unsigned)ih >= (unsigned)a.H || (unsigned)iw >= (unsigned)a.W) continue;
+          const int4 tt = taptab[tap];
+          s = fmaf(a.x[ap.x + tt.x + c * a.x_sc], a.w[(m0 + n) * a.w_so + r], s);
+        }
+        for (int it = it_begin; !RO && m0 + n < a.M && it < it_end; ++it) {
           const int seg = it / KK, tap = it - seg * KK, kh = tap / a.KW, kw = tap - kh * a.KW;
           const int dh = kh - a.pad_top, dw = kw - a.pad_left;
           const int ih = (ap.y >> 16) + dh, iw = (ap.y & 0xffff) + dw;
@@ -833,7 +940,11 @@ struct Inst {
       if (mma && am == 0 && bv)
         return gs ? mc_kernel<BM, BN, BK, TM, TN, ST, 0, true, true, true>
                   : mc_kernel<BM, BN, BK, TM, TN, ST, 0, true, true>;
+      if (mma && am == 3 && bv)
+        return gs ? mc_kernel<BM, BN, BK, TM, TN, ST, 3, true, true, true>
+                  : mc_kernel<BM, BN, BK, TM, TN, ST, 3, true, true>;
     }
+    if (am == 3) return nullptr;  // (the OIHW order runs on the tensor cores only)
     if (am == 2)
       return bv ? mc_kernel<BM, BN, BK, TM, TN, ST, 2, true> : mc_kernel<BM, BN, BK, TM, TN, ST, 2, false>;
     // am 0: channel-major A tile (pixel-contiguous input); am 1: pixel-major, 4-byte
@@ -851,7 +962,7 @@ static void kernel_for(const Choice& ch, int am, bool bv, bool mma, KernelFn* fn
     using I = Inst<BM, BN, BK_, TM, TN, ST>;              \
     *fn = I::fn(am, bv, mma, ch.global);                  \
     *nt = I::G::NT;                                       \
-    *smem = I::G::SMEM;                                   \
+    *smem = am == 3 ? I::G::SMEM_RO : I::G::SMEM;         \
     return;                                               \
   }
   MC_CASE(0, 8, 128, 128, 8, 8, 3)
@@ -963,6 +1074,7 @@ static int g_vector = 1;        // drivers may turn the 16-byte loaders off (A/B
 static int g_direct_store = 1;  // ... and the register-to-global output stores
 static int g_tensor_cores = -1;  // ... and force the tensor cores off (0) or on (1; -1: plan)
 static int g_pointwise = 1;      // ... and the streamed 1x1 kernel off (plan[7] & 16 ignored)
+static int g_oihw_order = -1;    // ... and the OIHW order never (0) or wherever it can run (1)
 
 // 16-byte loaders: A when the input is channel-contiguous (x_sc == 1), C % 4 == 0 and every
 // pixel offset is a multiple of 4 elements on a 16-byte aligned base; B when the filters are
@@ -980,9 +1092,24 @@ static void loader_modes(const ConvParams& p, const float* x, const float* w, in
 
 // The 3xTF32 tensor-core instances (plan[7] & kTensorCores): the M' = 64 tiles with the 16-byte
 // filter loader and the 16-byte (AM = 2) or channel-major (AM = 0) input tile.
+static bool tensor_cores_asked(const ConvParams& p) {
+  return g_tensor_cores < 0 ? (p.plan[7] & kTensorCores) != 0 : g_tensor_cores > 0;
+}
 static bool tensor_cores(const ConvParams& p, const Choice& ch, int am, bool bv) {
-  const bool asked = g_tensor_cores < 0 ? (p.plan[7] & kTensorCores) != 0 : g_tensor_cores > 0;
-  return asked && ch.tile >= 1 && (am == 2 || am == 0) && bv;
+  return tensor_cores_asked(p) && ch.tile >= 1 && (am == 2 || am == 0 || am == 3) && bv;
+}
+
+// The OIHW reduction order (plan[7] & kOihwOrder, AM = 3) replaces the channel-major A tile and
+// the HWIO copy of the filters (filter_staging.cuh) for a tensor-core tile: pixel-contiguous
+// input (am == 0), dense OIHW filters whose rows (C*KH*KW) are whole 16-byte runs from an
+// aligned base, <= RO_TAPS taps.  Where it is asked but cannot run, a staging flag in the same
+// plan still applies.
+static bool oihw_order(const ConvParams& p, const Choice& ch, int am, const float* w) {
+  const int64_t KK = p.KH * p.KW;
+  const bool asked = g_oihw_order < 0 ? (p.plan[7] & kOihwOrder) != 0 : g_oihw_order > 0;
+  return asked && g_vector && am == 0 && tensor_cores_asked(p) && ch.tile >= 1 &&
+         p.w_sw == 1 && p.w_sh == p.KW && p.w_si == KK && p.w_so == p.C * KK &&
+         (p.C * KK) % 4 == 0 && KK <= 64 && aligned16(w);
 }
 
 // The split through global memory runs only in the tensor-core instances (the GS ones) and only
@@ -1000,6 +1127,7 @@ void multi_channel_set_vector(int on) { mc::g_vector = on; }
 void multi_channel_set_tensor_cores(int mode) { mc::g_tensor_cores = mode; }
 void multi_channel_set_direct_store(int on) { mc::g_direct_store = on; }
 void multi_channel_set_pointwise(int on) { mc::g_pointwise = on; }
+void multi_channel_set_oihw_order(int on) { mc::g_oihw_order = on; }
 
 // Describes the launch a ConvParams gets (for drivers/benchmarks; not part of kernels.h).
 int multi_channel_describe(const ConvParams& p, char* buf, int len) {
@@ -1010,17 +1138,22 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
       mc_pointwise_supported(p, aligned, aligned, aligned))
     return snprintf(buf, len, "pw64x64/S%d+tc", (int)p.C);  // the streamed 1x1 kernel
   mc::Choice ch = mc::plan_config(p, dev.sms);
-  ConvParams q = p;  // the filter strides the kernel sees (HWIO when staged)
-  if (staged_filter_elems(p)) set_hwio_filter_strides(&q);
   int am = 0;
   bool bv = false;
+  mc::loader_modes(p, aligned, aligned, &am, &bv);
+  const bool ro = mc::oihw_order(p, ch, am, aligned);
+  ConvParams q = p;  // the filter strides the kernel sees (HWIO when staged)
+  const bool staged = staged_filter_elems(p) && !ro;
+  if (staged) set_hwio_filter_strides(&q);
   mc::loader_modes(q, aligned, aligned, &am, &bv);
+  if (ro) am = 3, bv = true;
   const bool tc = mc::tensor_cores(q, ch, am, bv);
   mc::settle_split(&ch, tc, true);  // (with the workspace the planner sizes)
-  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
-                  ch.bk, ch.cs, ch.global ? "g" : "",                  // "g": split via workspace
-                  staged_filter_elems(p) ? "+w" : "",  // "+w": staged as HWIO
-                  tc ? "+tc" : "");                    // "+tc": 3xTF32 MMA
+  return snprintf(buf, len, "%dx%d/S%d/cs%d%s%s%s%s", mc::kTileBM[ch.tile], mc::kTileBN[ch.tile],
+                  ch.bk, ch.cs, ch.global ? "g" : "",  // "g": split via workspace
+                  staged ? "+w" : "",                   // "+w": staged as HWIO
+                  ro ? "+ro" : "",                      // "+ro": OIHW reduction order
+                  tc ? "+tc" : "");                     // "+tc": 3xTF32 MMA
 }
 
 int64_t multi_channel_workspace_elems(const ConvParams& p) {
@@ -1030,6 +1163,15 @@ int64_t multi_channel_workspace_elems(const ConvParams& p) {
 namespace mc {
 static cudaError_t launch_native(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* part, cudaStream_t stream);
+// Whether launch_native runs p in the OIHW order (then no staging copy is made).
+static bool runs_oihw_order(const ConvParams& p, const float* w) {
+  DeviceInfo dev;
+  if (current_device_info(&dev) != cudaSuccess) return false;
+  int am = 0;
+  bool bv = false;
+  loader_modes(p, nullptr, w, &am, &bv);
+  return oihw_order(p, plan_config(p, dev.sms), am, w);
+}
 }
 
 // Workspace: [staged HWIO filters (staged_filter_elems, a multiple of 4)][the split's partials
@@ -1041,7 +1183,7 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
   const int64_t need = staged_filter_elems(p), need_part = mc::split_partial_elems(p);
   const bool ws_ok = workspace != nullptr && aligned16(workspace);
   float* part = ws_ok && need_part && workspace_elems >= need + need_part ? workspace + need : nullptr;
-  if (need == 0 || !ws_ok || workspace_elems < need)
+  if (need == 0 || !ws_ok || workspace_elems < need || mc::runs_oihw_order(p, w))
     return mc::launch_native(p, x, w, y, part, stream);
   ConvParams q = p;
   const cudaError_t err = stage_filters(&q, &w, workspace, stream);
@@ -1098,16 +1240,27 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   int am = 0;
   bool bv = false;
   mc::loader_modes(p, x, w, &am, &bv);
+  a.R = (int)(p.C * p.KH * p.KW);
+  a.kk_div = FastDiv((uint32_t)(p.KH * p.KW));
+  a.inb = p.pad_top <= 0 && p.pad_left <= 0 &&
+          (p.OH - 1) * p.stride_h + p.KH - 1 - p.pad_top < p.H &&
+          (p.OW - 1) * p.stride_w + p.KW - 1 - p.pad_left < p.W;
+  if (mc::oihw_order(p, ch, am, w)) {
+    am = 3;
+    bv = true;
+    a.T = (int)mc::cdiv(a.R, ch.bk);
+  }
   a.b_mfast = llabs(p.w_so) <= llabs(p.w_si) ? 1 : 0;
   a.y_mfast = llabs(p.y_sc) <= llabs(p.y_sw) ? 1 : 0;
   const bool tc = mc::tensor_cores(p, ch, am, bv);
   mc::settle_split(&ch, tc, part != nullptr);
   a.part = ch.global ? part : nullptr;  // (every chunk's partials: the chunks run in stream order)
   // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
-  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) && !(tc && ch.tile == 3 && am == 0);
+  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) &&
+                    !(tc && ch.tile == 3 && (am == 0 || am == 3));
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
-          : (y_al && am == 0 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
+          : (y_al && (am == 0 || am == 3) && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
              p.y_sc % 4 == 0 && p.y_sn % 4 == 0) ? 2 : 0;
 
   mc::KernelFn fn = nullptr;

@@ -213,6 +213,23 @@ MC_TENSOR_CORE_MIN_C_1X1_DIRECT = 64    # output stored straight from the fragme
 # b32 56x56x64 (12.8e6) 33.8 -> 31.2, b32 28x28x128 (12.8e6) 28.3 -> 25.7; b1 224x224x64
 # (6.4e6) 18.0 -> 18.2, b1 112x112x64 (6.4e6) 7.9 -> 10.2, b1 56x56x128 (6.4e6) 9.5 -> 10.4)
 MC_TENSOR_CORE_STAGE_MIN_1X1 = 10e6
+# The OIHW order (plan[7] bit 32, cuda/multi_channel.cu AM = 3): the tensor cores read dense OIHW
+# filters in place, the reduction in the filters' own order r = c*KH*KW + tap (each filter's stage
+# one 16-byte run of S consecutive r), instead of staging the HWIO copy.  Its input gather (one
+# 4-byte copy per (r, pixel), offsets per r) costs ~5% of a large layer, so it replaces the copy
+# where the copy's estimate, max(MC_STAGE_COPY_MIN_US, 2 x filter bytes / MC_STAGE_COPY_BYTES_PER_S),
+# is at least MC_OIHW_ORDER_MIN_SHARE of the layer's, FLOP / MC_OIHW_ORDER_FLOP_RATE.  H200,
+# driver, NCHW/OIHW as planned, staged -> OIHW order, us: b1 7x7x512 K5 35.4 -> 24.8, K3 19.0 ->
+# 15.4, 14x14x512 K5 61.1 -> 52.7, 14x14x256 K3 14.9 -> 12.6, 112x112x64 K3 32.5 -> 30.8, b32
+# 7x7x512 K5 122.0 -> 119.4, 28x28x128 K1 25.7 -> 23.8 (22 of 44 tensor-core layers 0.70-0.96);
+# b32 K3/K5 layers >= 5 GFLOP 1.03-1.07 (14x14x512 K3 499.7 -> 529.2), b1 512x512x64 K3 1.05.
+# The rule keeps staging on all of those losses; ties (0.99-1.01) fall either side.
+MC_OIHW_ORDER = 32
+MC_OIHW_ORDER_MAX_TAPS = 64             # the kernel's per-tap table
+MC_OIHW_ORDER_MIN_SHARE = 0.06
+MC_OIHW_ORDER_FLOP_RATE = 40e12         # FLOP/s, a tensor-core layer's (estimate)
+MC_STAGE_COPY_MIN_US = 2.1              # the 16-byte transpose: a launch, small filters
+MC_STAGE_COPY_BYTES_PER_S = 3.4e12      # ... and 26 MB in 15.2 us
 # The streamed 1x1 kernel (plan[7] bit 16, cuda/multi_channel_pointwise.cu): C = 32 or 64, the
 # block's 64 filters held for the launch, a persistent grid of 128-pixel tiles, 3xTF32.  Driver,
 # H200, general kernel -> streamed, us: b32 112x112x64 NHWC 97.1 -> 72.9, NCHW 99.9 -> 81.2;
@@ -285,6 +302,8 @@ QUANTITY_NOTES = {
                     "second pass (workspace), 0 = cluster or no split",
     "pointwise": "plan[7]: 16 = the streamed 1x1 kernel (C = 32/64, filters held per block), "
                  "0 = the general kernel",
+    "oihw_order": "plan[7]: 32 = tensor cores on the OIHW filters without a copy (the reduction "
+                  "in their order c, kh, kw); 0 = not",
 }
 
 
@@ -480,6 +499,25 @@ def _mc_tensor_cores(hw: Hardware, spec: ConvSpec, Wx: int, Mp: int, staged: boo
            if taps == 1 else f"3x3 and larger kernels; {taps} taps here")
     return MC_TENSOR_CORES, ("3xTF32 on the tensor cores (mma.sync, float32 accuracy) instead "
                              f"of FFMA (measured faster for {why})")
+
+
+def _mc_oihw_order(spec: ConvSpec, stage: int, tc: int) -> str:
+    """Why the tensor cores read the OIHW filters in place (plan[7] & MC_OIHW_ORDER) instead of
+    the staged HWIO copy, or "" (the kernel's conditions: cuda/multi_channel.cu oihw_order)."""
+    d = spec.dims
+    kk = d["KH"] * d["KW"]
+    _, xc, _, xw = spec.lhs_strides
+    if not (tc and stage and _dense_oihw_filters(spec) and abs(xc) > abs(xw)
+            and (d["C"] * kk) % 4 == 0 and kk <= MC_OIHW_ORDER_MAX_TAPS):
+        return ""
+    w_bytes = ELEM_BYTES * d["M"] * d["C"] * kk
+    copy_us = max(MC_STAGE_COPY_MIN_US, 2 * w_bytes / MC_STAGE_COPY_BYTES_PER_S * 1e6)
+    layer_us = spec.flops / MC_OIHW_ORDER_FLOP_RATE * 1e6
+    if copy_us < MC_OIHW_ORDER_MIN_SHARE * layer_us:
+        return ""
+    return (f"the tensor cores read the OIHW filters in place, the reduction in their own order "
+            f"(c, kh, kw): a copy to HWIO (~{copy_us:.1f} us) would be {copy_us / layer_us:.0%} "
+            f"of the layer (~{layer_us:.0f} us)")
 
 
 def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:
@@ -690,12 +728,15 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         # staged filters let the tensor cores run where OIHW ones keep FFMA (MC_STAGE_FILTERS)
         stage, stage_why = MC_STAGE_FILTERS, ("the OIHW filters are copied to HWIO first "
                                               "(the tensor cores' 16-byte filter loads)")
+    oihw_why = _mc_oihw_order(spec, stage, tc)
+    if oihw_why:
+        stage, stage_why = 0, oihw_why
     pointwise_why = _mc_pointwise(hw, spec)
     if pointwise_why:
         # the general plan stays in the attributes (the launcher runs it where the streamed
         # kernel's alignment conditions fail), without the filter copy the streamed one skips
         why = f"{pointwise_why}; else the general kernel: {why}"
-        stage, stage_why = 0, ""
+        stage, stage_why, oihw_why = 0, "", ""
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
@@ -706,9 +747,10 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         raise AssertionError("split through global memory planned off the tensor cores")
     q.append(("split_global", int(split_global)))
     q.append(("pointwise", int(bool(pointwise_why))))
+    q.append(("oihw_order", int(bool(oihw_why))))
     attrs = (METHOD_IDS["multi_channel"], c["Se"], c["Mp"], c["Wx"], KH, c_split, c["T"],
              stage | tc | (MC_SPLIT_GLOBAL if split_global else 0)
-             | (MC_POINTWISE if pointwise_why else 0))
+             | (MC_POINTWISE if pointwise_why else 0) | (MC_OIHW_ORDER if oihw_why else 0))
     stride = ("" if tuple(spec.window_strides) == (1, 1) else
               f", stride {tuple(spec.window_strides)} (beyond the paper: each output pixel's "
               f"window starts at stride x its coordinates in the loaders)")

@@ -2,7 +2,7 @@
 through global memory (plan[7] & 8): float32 accuracy against lax HIGHEST, same bits on repeated
 runs, and float32 semantics for non-finite inputs (inf x 0 is NaN on the tensor cores: the
 kernel recomputes such tiles with FFMAs), for channel-contiguous (NHWC) and pixel-contiguous
-(NCHW) input.  Marked `gpu`; skipped cleanly
+(NCHW) input, and of the OIHW order (plan[7] & 32).  Marked `gpu`; skipped cleanly
 without a CUDA device or the CUDA extension.
 """
 from __future__ import annotations
@@ -46,10 +46,11 @@ TC = [
     # 1x1 with C >= 64, stored straight from the fragments (filter-contiguous float2 stores,
     # pixel-contiguous scalar ones), M and pixel tails (M = 68 / 132, P % 128 = 64 / 124)
     ConvConfig(32, 64, 64, 56, 56, 1, 1, (1, 1), "VALID", "NHWC", 7114),
-    ConvConfig(32, 128, 128, 28, 28, 1, 1, (1, 1), "VALID", "NCHW", 7115),         # staged
+    ConvConfig(32, 128, 128, 28, 28, 1, 1, (1, 1), "VALID", "NCHW", 7115),         # OIHW order
     ConvConfig(16, 64, 68, 30, 30, 1, 1, (1, 1), "VALID", "NHWC", 7116),
-    ConvConfig(31, 128, 132, 30, 30, 1, 1, (1, 1), "VALID", "NCHW", 7117),           # staged
-    # NCHW/OIHW layers whose filters are staged only so that the tensor cores can run
+    ConvConfig(31, 128, 132, 30, 30, 1, 1, (1, 1), "VALID", "NCHW", 7117),           # OIHW order
+    # NCHW/OIHW layers whose filters were staged only so that the tensor cores can run (the
+    # H200/H100 plans now read them in place: the OIHW order)
     ConvConfig(2, 40, 36, 30, 32, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7102),   # 32x64 S32
     ConvConfig(1, 128, 128, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 7112),          # 32x64 cs8
     ConvConfig(1, 60, 64, 9, 9, 5, 5, (1, 1), "SAME", "NCHW", 7113),               # cs16, C % 8
@@ -70,6 +71,19 @@ GLOBAL = [
 # output pixels, dense NHWC/NHWC or NCHW/NCHW): pixel tails (P % 128 = 64; per image HW % 128 =
 # 56), M tails and several filter tiles (M = 16, 72, 256), both instances (few tiles per
 # block: 8 warps; many: 4), C = 32 and 64.
+# Layers the H100/H200 plans give the OIHW order (plan[7] & 32: NCHW input, OIHW filters read in
+# place, the reduction in their order c, kh, kw; no HWIO copy): global and cluster splits,
+# padding (per-tap bounds) and VALID (none), C % 8 != 0 with S = 32 B, M tails, stride 2,
+# filter-contiguous output stored from the fragments; more in TC and GLOBAL.
+OIHW_ORDER = [
+    ConvConfig(1, 512, 512, 7, 7, 5, 5, (1, 1), "VALID", "NCHW", 7400),           # 32x64 x 32 g
+    ConvConfig(1, 512, 512, 7, 7, 3, 3, (1, 1), "VALID", "NCHW", 7401),           # 32x64 cs16
+    ConvConfig(2, 64, 64, 40, 40, 3, 3, (1, 1), "SAME", "NCHW", 7402),            # 64x64 cs4
+    ConvConfig(2, 36, 68, 20, 22, 3, 3, (1, 1), ((1, 0), (2, 1)), "NCHW", 7403),  # S32 cs8
+    ConvConfig(4, 64, 64, 33, 33, 3, 3, (2, 2), "SAME", "NCHW", 7404),            # stride 2
+    ConvConfig(2, 64, 64, 40, 40, 3, 3, (1, 1), "SAME", "NCHW-OIHW-NHWC", 7405),  # NHWC out
+    ConvConfig(1, 256, 256, 14, 14, 5, 5, (1, 1), "SAME", "NCHW", 7406),          # 32x64 cs16
+]
 POINTWISE = [
     ConvConfig(2, 64, 72, 200, 164, 1, 1, (1, 1), "VALID", "NHWC", 7300),
     ConvConfig(3, 32, 16, 150, 148, 1, 1, (1, 1), "VALID", "NCHW", 7301),
@@ -79,7 +93,8 @@ POINTWISE = [
     ConvConfig(32, 64, 64, 112, 112, 1, 1, (1, 1), "VALID", "NCHW", 7305),
 ]
 NON_FINITE = ([TC[i] for i in (0, 1, 3, 4, 7, 8, 9, 11, 12, 15, 18)]  # 9, 15, 18: direct stores
-              + [GLOBAL[i] for i in (1, 4)] + [POINTWISE[i] for i in (0, 2)])
+              + [GLOBAL[i] for i in (1, 4)] + [POINTWISE[i] for i in (0, 2)]
+              + [OIHW_ORDER[i] for i in (2, 5)])
 
 
 @pytest.fixture(autouse=True)
@@ -110,6 +125,15 @@ def test_split_through_global_memory_vs_lax(cfg):
     ex = _tensor_core_plan(cfg)
     assert ex.plan.kernel_attrs[7] & planner.MC_SPLIT_GLOBAL and ex.plan["c_split"] > 1, ex.reason
     assert "split through global memory" in ex.reason
+    assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
+
+
+@pytest.mark.parametrize("cfg", OIHW_ORDER, ids=lambda c: c.id)
+def test_oihw_order_vs_lax(cfg):
+    ex = _tensor_core_plan(cfg)
+    assert ex.plan.kernel_attrs[7] & planner.MC_OIHW_ORDER and ex.plan["oihw_order"] == 1
+    assert not ex.plan.kernel_attrs[7] & planner.MC_STAGE_FILTERS
+    assert "read the OIHW filters in place" in ex.reason
     assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
 
 

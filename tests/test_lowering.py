@@ -180,9 +180,11 @@ def test_cuda_graph_registration_is_the_default(monkeypatch, graphs, target):
 
 
 @pytest.mark.parametrize("shapes,dn,ws", [
-    # OIHW filters, 14x14x512 K3 on the H200: the filter-staging rule holds (planner tests)
-    (((1, 512, 14, 14), (512, 512, 3, 3)), ("NCHW", "OIHW", "NCHW"), 512 * 512 * 9),
+    # OIHW filters on the H200: staged where the copy is small beside the layer (planner tests)
+    (((1, 64, 224, 224), (64, 64, 3, 3)), ("NCHW", "OIHW", "NCHW"), 64 * 64 * 9),
     (((1, 14, 14, 512), (512, 512, 3, 3)), ("NHWC", "OIHW", "NHWC"), 512 * 512 * 9),
+    # ... else read in place (the OIHW order) with NCHW input: the placeholder
+    (((1, 512, 14, 14), (512, 512, 3, 3)), ("NCHW", "OIHW", "NCHW"), 4),
     # HWIO filters: nothing staged, the 4-float placeholder
     (((1, 14, 14, 512), (3, 3, 512, 512)), ("NHWC", "HWIO", "NHWC"), 4),
 ])
@@ -205,18 +207,22 @@ def test_cuda_lowering_carries_the_planned_workspace(monkeypatch, shapes, dn, ws
     assert re.search(r"-> \(" + re.escape(y_t) + r", tensor<" + str(ws) + r"xf32>\)", call), call
 
 
-@pytest.mark.parametrize("dn,staged", [(("NCHW", "OIHW", "NCHW"), True),
-                                       (("NHWC", "HWIO", "NHWC"), False)])
-def test_explain_names_the_filter_staging(monkeypatch, dn, staged):
-    """explain() says when the CUDA call copies OIHW filters to HWIO first (H200 plan)."""
+@pytest.mark.parametrize("dn,C,HW,filters", [(("NCHW", "OIHW", "NCHW"), 64, 224, "staged"),
+                                             (("NCHW", "OIHW", "NCHW"), 512, 14, "in place"),
+                                             (("NHWC", "HWIO", "NHWC"), 512, 14, "HWIO")])
+def test_explain_names_the_filter_staging(monkeypatch, dn, C, HW, filters):
+    """explain() says when the CUDA call copies OIHW filters to HWIO first, or reads them in
+    place in their own reduction order (H200 plan)."""
     from jax_fastconv import _ffi, api
     monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
     monkeypatch.setattr(_ffi, "cuda_module", object())
     monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
     monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
-    lhs = (1, 512, 14, 14) if dn[0] == "NCHW" else (1, 14, 14, 512)
-    rhs = (512, 512, 3, 3) if dn[1] == "OIHW" else (3, 3, 512, 512)
+    lhs = (1, C, HW, HW) if dn[0] == "NCHW" else (1, HW, HW, C)
+    rhs = (C, C, 3, 3) if dn[1] == "OIHW" else (3, 3, C, C)
     e = fc.explain(lhs, rhs, (1, 1), "VALID", dimension_numbers=dn)
     assert e.plan.method == "multi_channel", str(e)
-    assert ("copied to HWIO first (" in str(e)) == staged   # the reason, not the legend
-    assert e.plan.kernel_attrs[7] & 2 == (2 if staged else 0)  # bit 4: the tensor cores
+    assert ("copied to HWIO first (" in str(e)) == (filters == "staged")  # the reason, not the legend
+    assert ("read the OIHW filters in place" in str(e)) == (filters == "in place")
+    assert e.plan.kernel_attrs[7] & 2 == (2 if filters == "staged" else 0)  # bit 4: the tensor cores
+    assert e.plan.kernel_attrs[7] & 32 == (32 if filters == "in place" else 0)

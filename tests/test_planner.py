@@ -172,9 +172,9 @@ def test_multi_channel_h200_grid_model():
     # b1 7x7x512 K3 VALID: P = 25, 8 tiles of every size, 32 x 9 = 288 steps: 32x64 with the
     # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 3.0 steps: 1.38 x 21 x 0.25 x
     # 1.5 = 10.9 (split 8: 20.2; 128x64 split 8: 60.2).
-    # (NCHW/OIHW: filters staged to HWIO for the tensor cores, plan[7] = 2 | 4)
+    # (NCHW/OIHW: the tensor cores read the OIHW filters in place, plan[7] = 4 | 32)
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 3, 3), H200)
-    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 6), plan.reason
+    assert plan.kernel_attrs == (2, 16, 64, 32, 3, 16, 128, 36), plan.reason
     assert plan["steps_per_rank"] == 18 and "beyond the paper" in plan.reason
     # big layers: the paper's tile unsplit stands (grid_cost is its cost, no grid text)
     plan = pl.make_plan(spec_from_logical(32, 64, 112, 112, 64, 3, 3), H200)
@@ -211,17 +211,19 @@ H200 = hwm.PRESETS["h200"]
     ("gtx1080ti", "NCHW", 1, 512, 7, 512, 3, 32, False),    # one pixel tile (5 x 5 outputs)
     ("gtx1080ti", "NCHW", 1, 256, 14, 256, 3, 32, False),   # 9 x 5 x 2.4 MB = 106e6
     ("gtx1080ti", "NCHW", 1, 64, 56, 64, 3, 128, False),    # 9 x 23 x 147 kB
-    # H200: wherever staging lets the tensor cores run (M' = 64 tiles, >= 9 taps) ...
-    ("h200", "NCHW", 1, 512, 7, 512, 3, 32, True),
-    ("h200", "NCHW", 1, 256, 14, 256, 3, 32, True),
-    ("h200", "NCHW", 1, 64, 56, 64, 3, 32, True),
-    ("h200", "NCHW", 32, 256, 14, 256, 1, 64, True),        # 1x1, C >= 256, full unsplit grid
+    # H200: wherever staging lets the tensor cores run (M' = 64 tiles, >= 9 taps) and the copy
+    # weighs little beside the layer (else the OIHW order: test_oihw_order_rule) ...
+    ("h200", "NCHW", 32, 512, 14, 512, 3, 128, True),
+    ("h200", "NCHW", 32, 256, 14, 256, 3, 64, True),
+    ("h200", "NCHW", 1, 64, 224, 64, 3, 128, True),
+    ("h200", "NCHW", 32, 256, 28, 256, 1, 128, True),       # 1x1, C >= 256, full unsplit grid
+    ("h200", "NCHW", 1, 512, 7, 512, 3, 32, False),         # the OIHW order instead
     # ... else by the score; K = 1: pixel tiles x filter bytes >= 30e6 (channel-contiguous rows)
     ("h200", "NCHW", 1, 512, 14, 512, 1, 32, False),   # 7 x 1 MB
     ("h200", "NCHW", 32, 128, 112, 128, 1, 128, True),  # 3136 x 64 kB = 205e6
     ("h200", "NCHW", 1, 128, 256, 128, 1, 128, True),   # 512 x 64 kB = 33.5e6
     ("h200", "NCHW", 32, 64, 56, 64, 1, 128, False),   # the streamed 1x1 kernel: no copy
-    ("h200", "NCHW", 32, 128, 28, 128, 1, 128, True),  # ... (784 / 196 tiles of 16 / 64 kB)
+    ("h200", "NCHW", 32, 128, 28, 128, 1, 128, False),  # ... the OIHW order (784 tiles, 64 kB)
     ("h200", "NCHW", 32, 128, 21, 128, 1, 128, False),  # ... not at OH*OW % 4 != 0 (the park)
     ("h200", "NCHW", 1, 64, 56, 64, 1, 32, False),     # 98 tiles x 16 kB, fewer tiles than SMs
     ("h200", "NCHW", 1, 64, 112, 64, 1, 32, False),    # 392 x 16 kB: the copy costs more
@@ -363,6 +365,40 @@ def test_tensor_cores_need_sm90_and_a_square_enough_kernel():
     assert plan.method == "multi_channel" and not plan.kernel_attrs[7] & pl.MC_TENSOR_CORES
 
 
+@pytest.mark.parametrize("N,C,H,M,K,oihw", [
+    # tensor-core layers with NCHW input and OIHW filters: the OIHW order where the HWIO copy
+    # (max(2.1 us, 2 x filter bytes / 3.4 TB/s)) is >= 6% of FLOP / 40 TFLOP/s, else staging
+    (1, 512, 7, 512, 5, True),      # copy 15.4 us vs 1.7 us of FMAs (K5 VALID: 3 x 3 outputs)
+    (1, 512, 14, 512, 3, True),     # 5.6 vs 17
+    (32, 512, 7, 512, 5, True),     # 15.4 vs 94 (16%)
+    (32, 128, 28, 128, 1, True),    # 2.1 vs 20.6 (1x1)
+    (1, 64, 112, 64, 3, True),      # 2.1 vs 22 (9.4%)
+    (32, 512, 7, 512, 3, False),    # 5.6 vs 94 (5.9%)
+    (1, 128, 56, 128, 5, False),    # 2.1 vs 55 (3.8%)
+    (32, 64, 56, 64, 3, False),     # 2.1 vs 87
+])
+def test_oihw_order_rule(N, C, H, M, K, oihw):
+    spec = spec_from_logical(N, C, H, H, M, K, K)
+    plan = pl.make_plan(spec, H200)
+    f = plan.kernel_attrs[7]
+    assert f & pl.MC_TENSOR_CORES, plan.reason
+    assert bool(f & pl.MC_OIHW_ORDER) == oihw == bool(plan["oihw_order"])
+    assert bool(f & pl.MC_STAGE_FILTERS) == (not oihw) == bool(plan["filter_staging"])
+    assert ("read the OIHW filters in place" in plan.reason) == oihw
+    staged = 0 if oihw else M * C * K * K
+    split = plan["c_split"] if f & pl.MC_SPLIT_GLOBAL else 0
+    assert pl.workspace_elems(spec, plan) == staged + split * N * (H - K + 1) ** 2 * M
+    # never without the tensor cores, HWIO filters or channel-contiguous input
+    others = [spec_from_logical(N, C, H, H, M, K, K, layout="NHWC"),
+              normalize((N, C, H, H), (K, K, C, M), (1, 1), "VALID",
+                        dimension_numbers=("NCHW", "HWIO", "NCHW")),
+              normalize((N, H, H, C), (M, C, K, K), (1, 1), "VALID",
+                        dimension_numbers=("NHWC", "OIHW", "NHWC"))]
+    for other in others:
+        assert not pl.make_plan(other, H200).kernel_attrs[7] & pl.MC_OIHW_ORDER, other.describe()
+    assert not pl.make_plan(spec, hwm.PRESETS["gtx1080ti"]).kernel_attrs[7] & pl.MC_OIHW_ORDER
+
+
 def test_split_through_global_memory():
     # b32 7x7x512 K5 VALID (NHWC): P = 32 x 3 x 3 = 288, 32 segments x 25 taps = 800 steps.
     # Cluster splits (tensor-core constants): the least is 32x64 split 16, 2 x 50 + 3.0 ... =
@@ -377,10 +413,10 @@ def test_split_through_global_memory():
     assert pl._mc_global_split_cost(40, 800, 64, 16, 4, 132) == pytest.approx(0.95 * 1.07 * 5 * 60 * 0.5)
     assert "split through global memory instead" in plan.reason and "cost 152" in plan.reason
     assert pl.workspace_elems(spec, plan) == 16 * 288 * 512          # one partial output per rank
-    nchw = spec_from_logical(32, 512, 7, 7, 512, 5, 5)               # + the staged HWIO filters
+    nchw = spec_from_logical(32, 512, 7, 7, 512, 5, 5)               # OIHW filters in place
     plan = pl.make_plan(nchw, H200)
-    assert plan.kernel_attrs[7] == flags | pl.MC_STAGE_FILTERS
-    assert pl.workspace_elems(nchw, plan) == 512 * 512 * 25 + 16 * 288 * 512
+    assert plan.kernel_attrs[7] == flags | pl.MC_OIHW_ORDER
+    assert pl.workspace_elems(nchw, plan) == 16 * 288 * 512
     # b1 7x7x512 K5: 32x64 x 32 ranks (no cluster holds more than 16)
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 5, 5, layout="NHWC"), H200)
     assert plan.kernel_attrs[3] == 32 and plan["c_split"] == 32 and plan["split_global"] == 1

@@ -22,6 +22,8 @@
 //   DRV_PW=0 / 1: the streamed 1x1 kernel (plan[7] & 16, cuda/multi_channel_pointwise.cu)
 //   never / on every layer case it supports (default: as planned; --random cases draw it, and
 //   one in six is a 1x1 shape it supports).  DRV_PWV=i: its variant i (kVariants) everywhere.
+//   DRV_RO=0 / 1: the OIHW reduction order (plan[7] & 32) never (the layer cases then stage
+//   their OIHW filters: plan[7] | 2) / wherever it can run (default: as planned).
 // Checks: random inputs (never zero), NaN-poisoned output, CPU double reference (full for small
 // cases, ~5000 sampled points for large ones), rel L2 <= 1e-5, every element written, two runs
 // bit-identical.  Timing: CUDA graph of R launches over R distinct buffer sets (L2 rotation),
@@ -48,6 +50,7 @@ void multi_channel_set_direct_store(int on);
 void multi_channel_set_tensor_cores(int mode);
 void multi_channel_set_pointwise(int on);
 void multi_channel_pointwise_variant(int v);
+void multi_channel_set_oihw_order(int on);
 }
 using fastconv::ConvParams;
 
@@ -307,6 +310,7 @@ static Case random_case(std::mt19937_64& rng) {
     c.N = U(1, 8);
     c.C = U(2, 70);
     if (c.C % 8 == 0) c.C += U(1, 7);
+    if (U(0, 4) == 0) c.C = 4 * U(1, 17);  // C * KH*KW % 4 == 0: the OIHW order's filter runs
     c.M = U(1, 140);
     if (c.M % 8 == 0) c.M += U(1, 7);
     c.H = U(1, 23);
@@ -340,6 +344,7 @@ static Case random_case(std::mt19937_64& rng) {
   c.plan[7] |= U(0, 1) * 4;  // tensor cores (likewise: 128x64 / 64x64, 16-byte loaders)
   c.plan[7] |= U(0, 2) == 0 ? 8 : 0;  // split through global memory (where plan[5] > 1)
   c.plan[7] |= U(0, 1) * 16;  // the streamed 1x1 kernel (where it supports the layer)
+  c.plan[7] |= U(0, 1) * 32;  // the OIHW order (where the tensor cores and its layouts hold)
   if (c.KH == 1 && c.KW == 1 && c.C % 8 == 0 && U(0, 1)) c.y_nhwc = c.x_nhwc;  // its layouts
   int mode = U(0, 3);
   if (mode == 0) {
@@ -412,6 +417,10 @@ int main(int argc, char** argv) {
   if (getenv("DRV_NO_DIRECT")) fastconv::multi_channel_set_direct_store(0);  // A/B timing
   if (getenv("DRV_TC")) fastconv::multi_channel_set_tensor_cores(atoi(getenv("DRV_TC")));
   if (getenv("DRV_PWV")) fastconv::multi_channel_pointwise_variant(atoi(getenv("DRV_PWV")));
+  if (getenv("DRV_RO")) {  // 0: stage the filters instead (plan[7] | 2); 1: wherever it runs
+    fastconv::multi_channel_set_oihw_order(atoi(getenv("DRV_RO")));
+    if (!atoi(getenv("DRV_RO"))) g_stage |= 2;
+  }
   if (getenv("DRV_PW")) {
     if (atoi(getenv("DRV_PW"))) g_stage |= 16;
     else fastconv::multi_channel_set_pointwise(0);
@@ -504,7 +513,19 @@ int main(int argc, char** argv) {
     j.sh = 2; j.sw = 3; j.pt = j.pl = j.pb = j.pr = 1;
     Case k = layer(2, 64, 15, 64, 3, true);
     k.sh = k.sw = 2; k.pt = k.pl = 1; k.plan[7] = 4;
-    for (Case* cs : {&a, &b, &c, &d, &e, &f, &g, &h, &i, &j, &k}) {
+    // the OIHW reduction order (NCHW/OIHW on the tensor cores, no staging): 64x64 with padding
+    // (per-tap bounds), a partial last stage (R = 324) and 5 ranks through global memory;
+    // 32x64 VALID (no bounds test) at stride 2 in a cluster of 3, K = 5, NHWC output;
+    // 128x64 with a 2x2 kernel (R = 28, S = 32 B), M = 20
+    Case l = layer(2, 36, 11, 40, 3, false);
+    l.pt = l.pl = 1; l.pb = 2; l.pr = 0;
+    l.plan[1] = 16; l.plan[2] = 64; l.plan[3] = 64; l.plan[5] = 5; l.plan[7] = 2 | 4 | 8 | 32;
+    Case m = layer(3, 20, 13, 64, 5, false);
+    m.sh = m.sw = 2; m.y_nhwc = true;
+    m.plan[1] = 16; m.plan[2] = 64; m.plan[3] = 32; m.plan[5] = 3; m.plan[7] = 4 | 32;
+    Case n = layer(2, 7, 12, 20, 2, false);
+    n.plan[1] = 8; n.plan[2] = 64; n.plan[3] = 128; n.plan[5] = 1; n.plan[7] = 4 | 32;
+    for (Case* cs : {&a, &b, &c, &d, &e, &f, &g, &h, &i, &j, &k, &l, &m, &n}) {
       CheckResult r = check_case(*cs, rng, true);
       print_case(*cs);
       printf(" -> %s rel %.2e written %d bitident %d %s\n", r.desc.c_str(), r.rel, r.all_written,
