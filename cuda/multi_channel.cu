@@ -327,11 +327,14 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   // RO: this thread's pixels (lane + 32 h) for the whole launch: input offset, packed origin
   constexpr int KR = BK / 4, HP = RO ? BM / 32 : 1;  // r per warp, pixels per lane
   int ro_px[HP], ro_py[HP];
+  const float* ro_xb[HP];  // a.x + the pixel's offset (out-of-range pixels: a.x); HP <= 2 only
+                           // (the 128x64 tile has no registers for them: it would spill)
 #pragma unroll
   for (int h = 0; h < HP; ++h) {
     const int2 ap = RO ? apix[(tid & 31) + 32 * h] : make_int2(0, 0);
     ro_px[h] = ap.x;
     ro_py[h] = ap.y;
+    ro_xb[h] = a.x + ap.x;
   }
   auto load_stage_ro = [&](int buf) {
     const int w4 = (tid >> 5) * KR;
@@ -343,11 +346,13 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #pragma unroll
       for (int kk = 0; kk < KR; ++kk, ++r) {
         const bool vr = r < a.R;
-        const int roff = taptab[tap].x + c * a.x_sc;
+        // (c clamped: every address stays inside the input, so no select of a safe one)
+        const int roff = taptab[tap].x + (HP <= 2 ? min(c, a.C - 1) : c) * a.x_sc;
 #pragma unroll
         for (int h = 0; h < HP; ++h) {
           const bool v = vr && ro_py[h] != 0x7fff0000;  // (the out-of-range pixels' sentinel)
-          cp_async4(as + kk * LDAM + 32 * h, v ? a.x + (ro_px[h] + roff) : a.x, v);
+          cp_async4(as + kk * LDAM + 32 * h,
+                    HP <= 2 ? ro_xb[h] + roff : (v ? a.x + (ro_px[h] + roff) : a.x), v);
         }
         if (++tap == KK) tap = 0, ++c;
       }
