@@ -173,10 +173,13 @@ struct Cfg {
   // OIHW reduction order (AM = 3): the B tile filter-major Bs[M'][S+4] (16-byte rows along r;
   // a pitch of 4 mod 8 words keeps the (filter g, r t) fragment reads conflict-free), and a
   // per-tap table (input offset, dh, dw) of up to RO_TAPS taps after the pixel tables.
-  static constexpr int B_STAGE_RO = BN * (BK + 4), RO_TAPS = 64;
+  // And where every window lies inside the input and a rank's r fit RO_RTAB entries, each r's
+  // input offset (tap and channel) in a table after that: no per-r arithmetic in the loader.
+  static constexpr int B_STAGE_RO = BN * (BK + 4), RO_TAPS = 64, RO_RTAB = BM <= 64 ? 2048 : 0;
   static constexpr int PIPE_RO = STAGES * (A_STAGE + B_STAGE_RO);
   static constexpr int REGION_RO_AL = ((PIPE_RO > CTILE ? PIPE_RO : CTILE) + 3) & ~3;
-  static constexpr size_t SMEM_RO = size_t(REGION_RO_AL) * 4 + size_t(BM) * 16 + RO_TAPS * 16;
+  static constexpr size_t SMEM_RO =
+      size_t(REGION_RO_AL) * 4 + size_t(BM) * 16 + RO_TAPS * 16 + RO_RTAB * 4;
   static_assert(TX % 8 == 0 && TY % 4 == 0, "warp tile is 4 (pixels) x 8 (filters) threads");
   static_assert((BM * BK) % NT == 0 && (BN * BK) % NT == 0, "loader split");
   static_assert(NT % BK == 0 && NT % BM == 0, "loader mappings");
@@ -243,6 +246,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   long long* rowoff = reinterpret_cast<long long*>(smem + (RO ? G::REGION_RO_AL : G::REGION_AL));
   int2* apix = reinterpret_cast<int2*>(rowoff + BM);  // per tile pixel: x offset, (oh<<16)|ow
   int4* taptab = reinterpret_cast<int4*>(apix + BM);  // RO: per tap input offset, dh, dw
+  int* rtab = reinterpret_cast<int*>(taptab + G::RO_TAPS);  // RO: per r of this rank, offset
 
   const int tid = threadIdx.x;
   const long long p0 = (long long)blockIdx.x * BM;
@@ -272,10 +276,18 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     rowoff[m] = off;
     apix[m] = ap;
   }
+  // RO: the r table where every window is inside the input and this rank's r fit (not in the
+  // 128x64 tile: at its 168 registers the second loader path spills)
+  const bool ro_tab = RO && BM <= 64 && a.inb && nit * BK <= G::RO_RTAB;
   if (RO) {
     for (int t = tid; t < KK; t += NT) {
       const int dh = t / a.KW - a.pad_top, dw = t % a.KW - a.pad_left;
       taptab[t] = make_int4(dh * a.x_sh + dw * a.x_sw, dh, dw, 0);
+    }
+    for (int e = tid; ro_tab && e < nit * BK; e += NT) {  // (once per block: plain divisions)
+      const int r = it_begin * BK + e, c = min(r / KK, a.C - 1), tap = r % KK;
+      const int dh = tap / a.KW - a.pad_top, dw = tap % a.KW - a.pad_left;
+      rtab[e] = dh * a.x_sh + dw * a.x_sw + c * a.x_sc;  // (c clamped: r >= R stays inside x)
     }
   }
   __syncthreads();
@@ -340,9 +352,22 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     const int w4 = (tid >> 5) * KR;
     float* as = As + buf * G::A_STAGE + w4 * LDAM + (tid & 31);
     float* bs = Bs + buf * B_STAGE;
-    int r = l_r + w4, tap;
-    int c = (int)a.kk_div.divmod((uint32_t)r, &tap);  // then stepped: r, tap, c
-    if (a.inb) {  // every window inside the input: only out-of-range pixels and r >= R zero-fill
+    int r = l_r + w4, tap = 0, c = 0;
+    if (ro_tab) {  // as below, the offsets from the r table
+      const int* rt = rtab + (l_r - it_begin * BK) + w4;
+#pragma unroll
+      for (int kk = 0; kk < KR; ++kk, ++r) {
+        const bool vr = r < a.R;
+        const int roff = rt[kk];
+#pragma unroll
+        for (int h = 0; h < HP; ++h) {
+          const bool v = vr && ro_py[h] != 0x7fff0000;
+          cp_async4(as + kk * LDAM + 32 * h,
+                    HP <= 2 ? ro_xb[h] + roff : (v ? a.x + (ro_px[h] + roff) : a.x), v);
+        }
+      }
+    } else if (a.inb) {  // every window inside the input: only out-of-range pixels and r >= R zero-fill
+      c = (int)a.kk_div.divmod((uint32_t)r, &tap);  // then stepped: r, tap, c
 #pragma unroll
       for (int kk = 0; kk < KR; ++kk, ++r) {
         const bool vr = r < a.R;
@@ -357,6 +382,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
         if (++tap == KK) tap = 0, ++c;
       }
     } else {
+      c = (int)a.kk_div.divmod((uint32_t)r, &tap);
 #pragma unroll
       for (int kk = 0; kk < KR; ++kk, ++r) {
         const bool vr = r < a.R;
