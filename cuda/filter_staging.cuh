@@ -29,10 +29,12 @@ constexpr int64_t kStageFiltersHWIO = 2;  // dense OIHW filters -> HWIO copy
 
 inline int64_t round_up4(int64_t n) { return (n + 3) & ~int64_t(3); }
 
-inline bool dense_oihw_filters(const ConvParams& p) {
-  return p.w_sw == 1 && p.w_sh == p.KW && p.w_si == p.KH * p.KW &&
-         p.w_so == p.C * p.KH * p.KW && p.M % 4 == 0;
+// Dense OIHW filter strides (each filter's C*KH*KW elements contiguous, tap fastest).
+inline bool dense_oihw_strides(const ConvParams& p) {
+  return p.w_sw == 1 && p.w_sh == p.KW && p.w_si == p.KH * p.KW && p.w_so == p.C * p.KH * p.KW;
 }
+// ... that the HWIO copy can take (its 16-byte rows run along M).
+inline bool dense_oihw_filters(const ConvParams& p) { return dense_oihw_strides(p) && p.M % 4 == 0; }
 
 // Workspace elements the staged HWIO copy needs (it starts at the workspace's base), 0 when
 // the filters are read in place.  The same size as planner.workspace_elems.

@@ -149,6 +149,8 @@ struct KArgs {
   int inb;         // every valid output's window lies inside the input: no per-tap bounds test
 };
 
+constexpr int kOihwOrderMaxTaps = 64;  // KH*KW the OIHW order's per-tap table holds
+
 template <int BM, int BN, int BK, int TM, int TN, int STAGES>
 struct Cfg {
   static constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
@@ -175,7 +177,8 @@ struct Cfg {
   // per-tap table (input offset, dh, dw) of up to RO_TAPS taps after the pixel tables.
   // And where every window lies inside the input and a rank's r fit RO_RTAB entries, each r's
   // input offset (tap and channel) in a table after that: no per-r arithmetic in the loader.
-  static constexpr int B_STAGE_RO = BN * (BK + 4), RO_TAPS = 64, RO_RTAB = BM <= 64 ? 2048 : 0;
+  static constexpr int B_STAGE_RO = BN * (BK + 4), RO_TAPS = kOihwOrderMaxTaps,
+                       RO_RTAB = BM <= 64 ? 2048 : 0;
   static constexpr int PIPE_RO = STAGES * (A_STAGE + B_STAGE_RO);
   static constexpr int REGION_RO_AL = ((PIPE_RO > CTILE ? PIPE_RO : CTILE) + 3) & ~3;
   static constexpr size_t SMEM_RO =
@@ -278,7 +281,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
   }
   // RO: the r table where every window is inside the input and this rank's r fit (not in the
   // 128x64 tile: at its 168 registers the second loader path spills)
-  const bool ro_tab = RO && BM <= 64 && a.inb && nit * BK <= G::RO_RTAB;
+  const bool ro_tab = RO && G::RO_RTAB > 0 && a.inb && nit * BK <= G::RO_RTAB;
   if (RO) {
     for (int t = tid; t < KK; t += NT) {
       const int dh = t / a.KW - a.pad_top, dw = t % a.KW - a.pad_left;
@@ -356,32 +359,26 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
     float* as = As + buf * G::A_STAGE + w4 * LDAM + (tid & 31);
     float* bs = Bs + buf * B_STAGE;
     int r = l_r + w4, tap = 0, c = 0;
-    if (ro_tab) {  // as below, the offsets from the r table
+    // every window inside the input: r's pixels at offset roff, only out-of-range pixels (their
+    // sentinel) and r >= R zero-fill
+    auto gather_inside = [&](int kk, int roff, bool vr) {
+#pragma unroll
+      for (int h = 0; h < HP; ++h) {
+        const bool v = vr && ro_py[h] != 0x7fff0000;
+        cp_async4(as + kk * LDAM + 32 * h,
+                  HP <= 2 ? ro_xb[h] + roff : (v ? a.x + (ro_px[h] + roff) : a.x), v);
+      }
+    };
+    if (ro_tab) {  // the offsets from the r table
       const int* rt = rtab + (l_r - it_begin * BK) + w4;
 #pragma unroll
-      for (int kk = 0; kk < KR; ++kk, ++r) {
-        const bool vr = r < a.R;
-        const int roff = rt[kk];
-#pragma unroll
-        for (int h = 0; h < HP; ++h) {
-          const bool v = vr && ro_py[h] != 0x7fff0000;
-          cp_async4(as + kk * LDAM + 32 * h,
-                    HP <= 2 ? ro_xb[h] + roff : (v ? a.x + (ro_px[h] + roff) : a.x), v);
-        }
-      }
-    } else if (a.inb) {  // every window inside the input: only out-of-range pixels and r >= R zero-fill
+      for (int kk = 0; kk < KR; ++kk, ++r) gather_inside(kk, rt[kk], r < a.R);
+    } else if (a.inb) {
       c = (int)a.kk_div.divmod((uint32_t)r, &tap);  // then stepped: r, tap, c
 #pragma unroll
       for (int kk = 0; kk < KR; ++kk, ++r) {
-        const bool vr = r < a.R;
         // (c clamped: every address stays inside the input, so no select of a safe one)
-        const int roff = taptab[tap].x + (HP <= 2 ? min(c, a.C - 1) : c) * a.x_sc;
-#pragma unroll
-        for (int h = 0; h < HP; ++h) {
-          const bool v = vr && ro_py[h] != 0x7fff0000;  // (the out-of-range pixels' sentinel)
-          cp_async4(as + kk * LDAM + 32 * h,
-                    HP <= 2 ? ro_xb[h] + roff : (v ? a.x + (ro_px[h] + roff) : a.x), v);
-        }
+        gather_inside(kk, taptab[tap].x + (HP <= 2 ? min(c, a.C - 1) : c) * a.x_sc, r < a.R);
         if (++tap == KK) tap = 0, ++c;
       }
     } else {
@@ -1136,14 +1133,13 @@ static bool tensor_cores(const ConvParams& p, const Choice& ch, int am, bool bv)
 // The OIHW reduction order (plan[7] & kOihwOrder, AM = 3) replaces the channel-major A tile and
 // the HWIO copy of the filters (filter_staging.cuh) for a tensor-core tile: pixel-contiguous
 // input (am == 0), dense OIHW filters whose rows (C*KH*KW) are whole 16-byte runs from an
-// aligned base, <= RO_TAPS taps.  Where it is asked but cannot run, a staging flag in the same
+// aligned base, <= kOihwOrderMaxTaps taps.  Where it is asked but cannot run, a staging flag in the same
 // plan still applies.
 static bool oihw_order(const ConvParams& p, const Choice& ch, int am, const float* w) {
   const int64_t KK = p.KH * p.KW;
   const bool asked = g_oihw_order < 0 ? (p.plan[7] & kOihwOrder) != 0 : g_oihw_order > 0;
   return asked && g_vector && am == 0 && tensor_cores_asked(p) && ch.tile >= 1 &&
-         p.w_sw == 1 && p.w_sh == p.KW && p.w_si == KK && p.w_so == p.C * KK &&
-         (p.C * KK) % 4 == 0 && KK <= 64 && aligned16(w);
+         dense_oihw_strides(p) && (p.C * KK) % 4 == 0 && KK <= kOihwOrderMaxTaps && aligned16(w);
 }
 
 // The split through global memory runs only in the tensor-core instances (the GS ones) and only

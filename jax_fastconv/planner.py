@@ -728,15 +728,15 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
         # staged filters let the tensor cores run where OIHW ones keep FFMA (MC_STAGE_FILTERS)
         stage, stage_why = MC_STAGE_FILTERS, ("the OIHW filters are copied to HWIO first "
                                               "(the tensor cores' 16-byte filter loads)")
-    oihw_why = _mc_oihw_order(spec, stage, tc)
+    pointwise_why = _mc_pointwise(hw, spec)
+    oihw_why = "" if pointwise_why else _mc_oihw_order(spec, stage, tc)
     if oihw_why:
         stage, stage_why = 0, oihw_why
-    pointwise_why = _mc_pointwise(hw, spec)
     if pointwise_why:
         # the general plan stays in the attributes (the launcher runs it where the streamed
         # kernel's alignment conditions fail), without the filter copy the streamed one skips
         why = f"{pointwise_why}; else the general kernel: {why}"
-        stage, stage_why, oihw_why = 0, "", ""
+        stage, stage_why = 0, ""
     if stage_why:
         why += f"; {stage_why}"
     q.append(("filter_staging", stage))
