@@ -1286,8 +1286,10 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   mc::settle_split(&ch, tc, part != nullptr);
   a.part = ch.global ? part : nullptr;  // (every chunk's partials: the chunks run in stream order)
   // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
+  // (the tensor cores' direct stores write filter pairs: M even.  The HWIO and staged filter
+  // loaders imply M % 4 == 0; the OIHW order does not, so its odd M goes through the park)
   const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) &&
-                    !(tc && ch.tile == 3 && (am == 0 || am == 3));
+                    !(tc && ch.tile == 3 && (am == 0 || am == 3)) && !(tc && p.M % 2);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
           : (y_al && (am == 0 || am == 3) && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
