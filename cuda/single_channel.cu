@@ -224,17 +224,13 @@ __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs&
   }
 }
 
-// Output stores are streaming (st.global.cs: evict-first): each output is written once and never
-// read back by the kernel.  Driver, H200, planned launches, all 72 paper cases, cs / default
-// time: 0.976 geomean, batch 1 0.963 (0.92-0.99, every case faster), batch 32 0.988 (0.89-1.06;
-// NHWC 28x28 K1 0.89, 1024^2 K5 1.05).
-// One 16-byte global store (ptr 16-byte aligned), streaming. Written as PTX because nvcc merged the
+// One 16-byte global store (ptr 16-byte aligned). Written as PTX because nvcc merged the
 // tails of the aligned and the scalar store paths and split half of these into 4-byte stores
 // (NHWC batch 32 ran 2.4x slower that way).
 __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
   asm volatile(
       "{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n"
-      " st.global.cs.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
+      " st.global.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
       "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]));
 }
 
@@ -366,12 +362,12 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             if (full && (addr & 15) == 0) {
               st4(ym, acc[4 * h + i]);
             } else if (full && (addr & 7) == 0) {
-              __stcs(reinterpret_cast<float2*>(ym), make_float2(acc[4 * h + i][0], acc[4 * h + i][1]));
-              __stcs(reinterpret_cast<float2*>(ym + 2), make_float2(acc[4 * h + i][2], acc[4 * h + i][3]));
+              *reinterpret_cast<float2*>(ym) = make_float2(acc[4 * h + i][0], acc[4 * h + i][1]);
+              *reinterpret_cast<float2*>(ym + 2) = make_float2(acc[4 * h + i][2], acc[4 * h + i][3]);
             } else {
 #pragma unroll
               for (int j = 0; j < kTP; ++j)
-                if (j < crem) __stcs(ym + j * p.y_sw, acc[4 * h + i][j]);
+                if (j < crem) ym[j * p.y_sw] = acc[4 * h + i][j];
             }
           }
         }
@@ -388,7 +384,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             } else {
 #pragma unroll
               for (int i = 0; i < 4; ++i)
-                if (i < mrem) __stcs(yp + i * p.y_sc, acc[4 * h + i][j]);
+                if (i < mrem) yp[i * p.y_sc] = acc[4 * h + i][j];
             }
           }
         }
