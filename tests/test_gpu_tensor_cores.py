@@ -67,10 +67,6 @@ GLOBAL = [
     ConvConfig(4, 512, 68, 7, 24, 3, 3, (1, 1), "SAME", "NCHW", 7205),            # 64x64 x 12
     ConvConfig(1, 384, 68, 18, 8, 5, 5, (1, 1), "SAME", "NCHW", 7206),            # 32x64 x 24
 ]
-# Layers the H100/H200 plans give the streamed 1x1 kernel (plan[7] & 16: C = 32/64, >= 65536
-# output pixels, dense NHWC/NHWC or NCHW/NCHW): pixel tails (P % 128 = 64; per image HW % 128 =
-# 56), M tails and several filter tiles (M = 16, 72, 256), both instances (few tiles per
-# block: 8 warps; many: 4), C = 32 and 64.
 # Layers the H100/H200 plans give the OIHW order (plan[7] & 32: NCHW input, OIHW filters read in
 # place, the reduction in their order c, kh, kw; no HWIO copy): global and cluster splits,
 # padding (per-tap bounds) and VALID (none), C % 8 != 0 with S = 32 B, M tails, stride 2,
@@ -84,6 +80,10 @@ OIHW_ORDER = [
     ConvConfig(2, 64, 64, 40, 40, 3, 3, (1, 1), "SAME", "NCHW-OIHW-NHWC", 7405),  # NHWC out
     ConvConfig(1, 256, 256, 14, 14, 5, 5, (1, 1), "SAME", "NCHW", 7406),          # 32x64 cs16
 ]
+# Layers the H100/H200 plans give the streamed 1x1 kernel (plan[7] & 16: C = 32/64, >= 65536
+# output pixels, dense NHWC/NHWC or NCHW/NCHW): pixel tails (P % 128 = 64; per image HW % 128 =
+# 56), M tails and several filter tiles (M = 16, 72, 256), both instances (few tiles per
+# block: 8 warps; many: 4), C = 32 and 64.
 POINTWISE = [
     ConvConfig(2, 64, 72, 200, 164, 1, 1, (1, 1), "VALID", "NHWC", 7300),
     ConvConfig(3, 32, 16, 150, 148, 1, 1, (1, 1), "VALID", "NCHW", 7301),
