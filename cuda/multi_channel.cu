@@ -822,10 +822,10 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
         float s = 0.f;
         // RO: this rank's r = it_begin * BK .. it_end * BK - 1 in order
         for (int r = it_begin * BK; RO && m0 + n < a.M && r < it_end * BK && r < a.R; ++r) {
-          const int c = r / KK, tap = r - c * KK, kh = tap / a.KW, kw = tap - kh * a.KW;
-          const int ih = (ap.y >> 16) + kh - a.pad_top, iw = (ap.y & 0xffff) + kw - a.pad_left;
+          const int c = r / KK, tap = r - c * KK;
+          const int4 tt = taptab[tap];  // (input offset, kh - pad_top, kw - pad_left)
+          const int ih = (ap.y >> 16) + tt.y, iw = (ap.y & 0xffff) + tt.z;
           if ((unsigned)ih >= (unsigned)a.H || (unsigned)iw >= (unsigned)a.W) continue;
-          const int4 tt = taptab[tap];
           s = fmaf(a.x[ap.x + tt.x + c * a.x_sc], a.w[(m0 + n) * a.w_so + r], s);
         }
         for (int it = it_begin; !RO && m0 + n < a.M && it < it_end; ++it) {
@@ -1288,11 +1288,12 @@ static cudaError_t launch_native(const ConvParams& p, const float* x, const floa
   // (the 32x64 channel-major tensor-core instance keeps the park: see mc_kernel)
   // (the tensor cores' direct stores write filter pairs: M even.  The HWIO and staged filter
   // loaders imply M % 4 == 0; the OIHW order does not, so its odd M goes through the park)
-  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) &&
-                    !(tc && ch.tile == 3 && (am == 0 || am == 3)) && !(tc && p.M % 2);
+  const bool km = am == 0 || am == 3;  // the channel-major A tile (mc_kernel's KM)
+  const bool y_al = g_direct_store && ch.cs == 1 && aligned16(y) && !(tc && ch.tile == 3 && km) &&
+                    !(tc && p.M % 2);
   a.y_vec = (y_al && p.y_sc == 1 && p.M % 4 == 0 && p.y_sw % 4 == 0 && p.y_sh % 4 == 0 &&
              p.y_sn % 4 == 0) ? 1
-          : (y_al && (am == 0 || am == 3) && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
+          : (y_al && km && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 &&
              p.y_sc % 4 == 0 && p.y_sn % 4 == 0) ? 2 : 0;
 
   mc::KernelFn fn = nullptr;
