@@ -7,6 +7,8 @@
 //   /tmp/drv --plans F  also check (and time, for the paper-single cases) the planner's plans
 //                       from F (python -m jax_fastconv.plan_single_channel --export F): the
 //                       timed configuration is the planned one, plus variants (SC_VARIANTS=0|1|2)
+//                       and, per case, store_us: the time of a kernel that only writes the
+//                       case's output (the store ceiling on this device, launch and drain included)
 //   /tmp/drv --plans F --one NAME   run the planned case NAME once (for ncu)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
 // recomputes any element without copying inputs back. Outputs are poisoned with NaN first;
@@ -341,6 +343,38 @@ static TimeRes time_plan(const Case& c, TimeBufs& tb, int samples) {
   return {us, bytes / (us * 1e-6) / 1e9};
 }
 
+// The store ceiling of a case: a kernel that only writes its output (16-byte stores of a constant
+// over the same R output buffers, same graph timing): what any kernel writing that many bytes
+// costs here, launch and drain included. grid 0: one float4 per thread; else a grid-stride loop.
+__global__ void store_only_kernel(float4* y, size_t n4) {
+  const float4 v = make_float4(1.f, 2.f, 3.f, 4.f);
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n4; i += size_t(gridDim.x) * blockDim.x) y[i] = v;
+}
+
+static double time_store_only(TimeBufs& tb, size_t out_elems, int grid, int samples) {
+  const size_t n4 = out_elems / 4;  // the tail (< 4 floats) does not move the time
+  const int R = tb.R;
+  const int g = grid > 0 ? grid : int(std::min<size_t>((n4 + 255) / 256, size_t(1) << 30));
+  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaGraph_t graph; cudaGraphExec_t gexec;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int r = 0; r < R; ++r) store_only_kernel<<<g, 256, 0, st>>>(reinterpret_cast<float4*>(tb.ys[r]), n4);
+  CK(cudaStreamEndCapture(st, &graph));
+  CK(cudaGraphInstantiate(&gexec, graph, 0));
+  CK(cudaGraphLaunch(gexec, st)); CK(cudaStreamSynchronize(st));
+  std::vector<double> ts;
+  for (int s = 0; s < samples; ++s) {
+    CK(cudaEventRecord(e0, st)); CK(cudaGraphLaunch(gexec, st));
+    CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
+    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); ts.push_back(ms * 1e3 / R);
+  }
+  CK(cudaGraphExecDestroy(gexec)); CK(cudaGraphDestroy(graph)); CK(cudaStreamDestroy(st));
+  CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2];
+}
+
 static TimeRes time_case(const Case& c) {
   TimeBufs tb; tb.init(c);
   TimeRes r = time_plan(c, tb, 25);
@@ -485,7 +519,7 @@ int main(int argc, char** argv) {
     printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
     const char* lv = std::getenv("SC_VARIANTS");
     const int level = lv ? atoi(lv) : 1;
-    struct PRow { std::string name; std::string plan; double us, gbps, floor_us; std::string best; double best_us; };
+    struct PRow { std::string name; std::string plan; double us, gbps, floor_us; std::string best; double best_us, store_us; };
     std::vector<PRow> rows;
     for (auto& c : planned) {
       if (c.name.rfind("paper_", 0) != 0) continue;
@@ -498,6 +532,8 @@ int main(int argc, char** argv) {
       row.us = t.us; row.gbps = t.gbps; row.best = "planned"; row.best_us = t.us;
       row.floor_us = 4.0 * (bb.x_elems + bb.w_elems + pp.out_elems()) / (bw * 1e3);
       printf("  %-34s planned %-26s %9.2f us %6.0f GB/s %5.1f%%\n", c.name.c_str(), buf, t.us, t.gbps, 100 * t.gbps / bw);
+      row.store_us = std::min(time_store_only(tb, pp.out_elems(), 0, 25),
+                              time_store_only(tb, pp.out_elems(), 4 * prop.multiProcessorCount, 25));
       for (auto& v : variants(c, level)) {
         Case cv = c;
         for (int i = 0; i < 8; ++i) cv.plan[i] = v[i];
@@ -512,11 +548,14 @@ int main(int argc, char** argv) {
       tb.release();
       rows.push_back(row);
     }
-    printf("\nPLANNED TABLE (%s, copy %.0f GB/s): the planner's launch per case\n%-34s %-26s %9s %7s %6s %9s %9s  %s\n",
-           prop.name, bw, "case", "plan [div,P,Q,MB,RB,pf,thr]", "us", "GB/s", "%copy", "floor_us", "best_us", "best variant");
+    printf("\nPLANNED TABLE (%s, copy %.0f GB/s): the planner's launch per case; store_us: a kernel that only\n"
+           "writes the output (best of one float4 per thread / a 4 x SMs grid-stride loop)\n"
+           "%-34s %-26s %9s %7s %6s %9s %9s %9s %6s  %s\n",
+           prop.name, bw, "case", "plan [div,P,Q,MB,RB,pf,thr]", "us", "GB/s", "%copy", "floor_us", "store_us",
+           "best_us", "%store", "best variant");
     for (auto& r : rows)
-      printf("%-34s %-26s %9.2f %7.0f %5.1f%% %9.2f %9.2f  %s\n", r.name.c_str(), r.plan.c_str(), r.us, r.gbps,
-             100 * r.gbps / bw, r.floor_us, r.best_us, r.best.c_str());
+      printf("%-34s %-26s %9.2f %7.0f %5.1f%% %9.2f %9.2f %9.2f %5.1f%%  %s\n", r.name.c_str(), r.plan.c_str(), r.us,
+             r.gbps, 100 * r.gbps / bw, r.floor_us, r.store_us, r.best_us, 100 * r.store_us / r.us, r.best.c_str());
   } else if (do_time) {
     const double bw = copy_bw_GBps();
     printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
