@@ -30,6 +30,21 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) 
   hi = h;
   lo = __float_as_uint(x - __uint_as_float(h)) + 0x1000u;
 }
+// The same split by truncation, in 2 instructions (AND, FADD): hi = x with its 13 low bits
+// cleared, lo = x - hi (exact, same sign as x, |lo| < 2^-10 |x|) left whole for the tensor core,
+// which truncates it to TF32: a_hi b_hi + a_hi b_lo + a_lo b_hi then misses at most ~2^-20 |a b|
+// (a_lo b_lo and the truncated low bits of lo), and the truncation's bias points the same way as
+// the product, so over a long sum it scales the result by ~(1 - 2^-21) rather than adding up
+// against it. Measured: 4.4e-7 worst relative L2 error on the paper-multi set (2.9e-7 with the
+// rounded split), 6.1e-7 over 300 random layers (H200). The multi-channel kernel splits its A
+// fragments (and the B fragments of its 32- and 64-pixel tiles) this way: 6.4% less time over
+// its 99 tensor-core paper layers (benchmarks/notes/multi_channel.md, round 21); the 128x64
+// tile's B fragments keep the rounded split, with which it does not spill.
+__device__ __forceinline__ void split_tf32_trunc(float x, uint32_t& hi, uint32_t& lo) {
+  const uint32_t h = __float_as_uint(x) & 0xffffe000u;
+  hi = h;
+  lo = __float_as_uint(x - __uint_as_float(h));
+}
 
 // D = A B + D for one m16n8k8 TF32 tile (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, t = lane % 4:
 // A (16 x 8, row) a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);

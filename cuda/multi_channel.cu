@@ -603,7 +603,9 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int k = q * 8 + t4 + 4 * h, n = nw + nt * 8 + g;
-            split_tf32(RO ? bs[n * LDBK + k] : bs[k * LDB + n], bh[q][nt][h], bl[q][nt][h]);
+            const float b = RO ? bs[n * LDBK + k] : bs[k * LDB + n];
+            if constexpr (MT <= 2) split_tf32_trunc(b, bh[q][nt][h], bl[q][nt][h]);
+            else split_tf32(b, bh[q][nt][h], bl[q][nt][h]);  // (128x64: trunc spills)
           }
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
@@ -613,7 +615,7 @@ __global__ void __launch_bounds__(Cfg<BM, BN, BK, TM, TN, STAGES>::NT,
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const int m = mw + mt * 16 + g + 8 * (r & 1), k = q * 8 + t4 + 4 * (r >> 1);
-            split_tf32(KM ? as[k * LDAM + m] : as[m * LDAK + k], ah[q][r], al[q][r]);
+            split_tf32_trunc(KM ? as[k * LDAM + m] : as[m * LDAK + k], ah[q][r], al[q][r]);
           }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
