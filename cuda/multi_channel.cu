@@ -1144,6 +1144,13 @@ static bool oihw_order(const ConvParams& p, const Choice& ch, int am, const floa
          dense_oihw_strides(p) && (p.C * KK) % 4 == 0 && KK <= kOihwOrderMaxTaps && aligned16(w);
 }
 
+// The streamed 1x1 kernel (multi_channel_pointwise.cu) where the plan asks for it and it runs;
+// the launcher and multi_channel_describe both ask here (a launcher that had lost this test
+// ran the general kernel on those plans for four sessions while describe still named it).
+static bool runs_pointwise(const ConvParams& p, const void* x, const void* w, const void* y) {
+  return (p.plan[7] & kPointwise) && g_pointwise && mc_pointwise_supported(p, x, w, y);
+}
+
 // The split through global memory runs only in the tensor-core instances (the GS ones) and only
 // with the partials' workspace; else the plan's ranks go back to the cluster this tile allows.
 static void settle_split(Choice* ch, bool tc, bool have_partials) {
@@ -1166,8 +1173,7 @@ int multi_channel_describe(const ConvParams& p, char* buf, int len) {
   DeviceInfo dev;
   if (current_device_info(&dev) != cudaSuccess) return 0;
   const float* aligned = reinterpret_cast<const float*>(uintptr_t(256));  // buffers are aligned
-  if ((p.plan[7] & mc::kPointwise) && mc::g_pointwise &&
-      mc_pointwise_supported(p, aligned, aligned, aligned))
+  if (mc::runs_pointwise(p, aligned, aligned, aligned))
     return snprintf(buf, len, "pw64x64/S%d+tc", (int)p.C);  // the streamed 1x1 kernel
   mc::Choice ch = mc::plan_config(p, dev.sms);
   int am = 0;
@@ -1212,6 +1218,8 @@ static bool runs_oihw_order(const ConvParams& p, const float* w) {
 cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                  float* workspace, int64_t workspace_elems,
                                  cudaStream_t stream) {
+  if (mc::runs_pointwise(p, x, w, y))
+    return launch_mc_pointwise(p, x, w, y, stream);  // (its filters are read once per block)
   const int64_t need = staged_filter_elems(p), need_part = mc::split_partial_elems(p);
   const bool ws_ok = workspace != nullptr && aligned16(workspace);
   float* part = ws_ok && need_part && workspace_elems >= need + need_part ? workspace + need : nullptr;

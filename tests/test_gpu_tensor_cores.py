@@ -146,6 +146,29 @@ def test_streamed_1x1_vs_lax(cfg):
     assert_matches_lax_twice(_fn(cfg), cfg, CUDA_TARGET)
 
 
+@pytest.mark.parametrize("cfg", [POINTWISE[0], POINTWISE[5]], ids=lambda c: c.id)
+def test_streamed_1x1_is_what_runs(cfg):
+    # The plan naming the streamed kernel must run it: its sums differ in the last bits from the
+    # general kernel's on the same plan without the flag (another split and order), while both
+    # match lax. (The launcher once lost its dispatch and ran the general kernel on these plans
+    # with every other test passing.)
+    import dataclasses
+    from jax_fastconv.primitive import conv_p
+    ex = cfg.explain()
+    assert ex.plan.kernel_attrs[7] & planner.MC_POINTWISE, ex.reason
+    attrs = list(ex.plan.kernel_attrs)
+    attrs[7] &= ~planner.MC_POINTWISE
+    general = dataclasses.replace(ex.plan, kernel_attrs=tuple(attrs))
+    x, w = cfg.arrays()
+    run = lambda plan: np.asarray(jax.jit(
+        lambda a, b: conv_p.bind(a, b, spec=ex.spec, plan=plan, precision=None))(x, w))
+    streamed, other = run(ex.plan), run(general)
+    ref = np.asarray(ref_conv(x, w, **cfg.kwargs()))
+    assert_close(streamed, ref, what="streamed")
+    assert_close(other, ref, what="general kernel")
+    assert not np.array_equal(streamed, other), "the streamed 1x1 kernel did not run"
+
+
 def test_streamed_1x1_under_vmap_and_grad():
     # vmap folds into the batch (still the streamed kernel: 2 x 65536 pixels, dense NHWC);
     # the gradients run their own convolutions (precision=HIGHEST: what falls back to lax there
