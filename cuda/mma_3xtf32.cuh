@@ -1,12 +1,13 @@
 // 3xTF32: float32 products on the TF32 tensor cores (mma.sync, sm_80+) at float32 accuracy.
 //
-// Each operand is split x = hi + lo with hi = tf32(x) and lo = tf32(x - hi) (round to nearest
-// both times), and a b ~= a_lo b_hi + a_hi b_lo + a_hi b_hi: the dropped a_lo b_lo and the
-// rounding of lo are ~2^-22 relative.  The tensor core's float32 accumulation truncates, and the
+// Each operand is split x = hi + lo, hi = tf32(x) and lo = tf32(x - hi), rounded to nearest
+// (split_tf32) or truncated (split_tf32_trunc, below), and a b ~= a_lo b_hi + a_hi b_lo + a_hi b_hi:
+// the dropped a_lo b_lo and the rounding of lo are ~2^-22 relative (2^-20 truncated).  The tensor core's float32 accumulation truncates, and the
 // error grows with the number of MMAs summed into one fragment (accumulating a whole 1600-deep
 // reduction in place measured 1.1e-5 relative L2 error, H200); the multi-channel kernel
 // therefore sums only one stage's products in a fresh fragment and adds it to its float32
-// accumulators with FADD (round to nearest): 2.2e-7 worst on the paper-multi set, below FFMA's.
+// accumulators with FADD (round to nearest): 2.2e-7 worst on the paper-multi set with the rounded
+// split, 4.3e-7 with the truncated one the kernel now uses for most fragments.
 //
 // Non-finite inputs: a_hi b_lo is NaN for an infinite a and an exact b (inf x 0), where float32
 // FMAs give inf; the kernel detects any non-finite accumulator and recomputes that tile with
