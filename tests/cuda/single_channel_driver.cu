@@ -314,52 +314,15 @@ struct TimeBufs {
   }
 };
 
-static TimeRes time_plan(const Case& c, TimeBufs& tb, int samples) {
-  Bufs b; ConvParams p = make_params(c, &b);
-  const double bytes = 4.0 * (double(b.x_elems) + b.w_elems + double(p.out_elems()));
-  const int R = tb.R;
-  for (int i = 0; i < 2 * R; ++i) CK(fastconv::launch_single_channel(p, tb.xs[i % R], tb.ws[i % R], tb.ys[i % R], 0));
-  CK(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  // each sample: one CUDA graph of R launches (one per buffer set), time / R; median over samples
-  cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaGraph_t graph; cudaGraphExec_t gexec;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  for (int r = 0; r < R; ++r) CK(fastconv::launch_single_channel(p, tb.xs[r], tb.ws[r], tb.ys[r], st));
-  CK(cudaStreamEndCapture(st, &graph));
-  CK(cudaGraphInstantiate(&gexec, graph, 0));
-  CK(cudaGraphLaunch(gexec, st)); CK(cudaStreamSynchronize(st));
-  std::vector<double> ts;
-  for (int s = 0; s < samples; ++s) {
-    CK(cudaEventRecord(e0, st));
-    CK(cudaGraphLaunch(gexec, st));
-    CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); ts.push_back(ms * 1e3 / R);
-  }
-  CK(cudaGraphExecDestroy(gexec)); CK(cudaGraphDestroy(graph)); CK(cudaStreamDestroy(st));
-  std::sort(ts.begin(), ts.end());
-  CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
-  const double us = ts[ts.size() / 2];
-  return {us, bytes / (us * 1e-6) / 1e9};
-}
-
-// The store ceiling of a case: a kernel that only writes its output (16-byte stores of a constant
-// over the same R output buffers, same graph timing): what any kernel writing that many bytes
-// costs here, launch and drain included. grid 0: one float4 per thread; else a grid-stride loop.
-__global__ void store_only_kernel(float4* y, size_t n4) {
-  const float4 v = make_float4(1.f, 2.f, 3.f, 4.f);
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n4; i += size_t(gridDim.x) * blockDim.x) y[i] = v;
-}
-
-static double time_store_only(TimeBufs& tb, size_t out_elems, int grid, int samples) {
-  const size_t n4 = out_elems / 4;  // the tail (< 4 floats) does not move the time
-  const int R = tb.R;
-  const int g = grid > 0 ? grid : int(std::min<size_t>((n4 + 255) / 256, size_t(1) << 30));
+// Median time per launch: each sample is one CUDA graph of R launches (launch(r, stream) for
+// r < R, one per buffer set), divided by R.
+template <class Launch>
+static double graph_time_us(int R, int samples, Launch launch) {
   cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
   cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cudaGraph_t graph; cudaGraphExec_t gexec;
   CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  for (int r = 0; r < R; ++r) store_only_kernel<<<g, 256, 0, st>>>(reinterpret_cast<float4*>(tb.ys[r]), n4);
+  for (int r = 0; r < R; ++r) launch(r, st);
   CK(cudaStreamEndCapture(st, &graph));
   CK(cudaGraphInstantiate(&gexec, graph, 0));
   CK(cudaGraphLaunch(gexec, st)); CK(cudaStreamSynchronize(st));
@@ -373,6 +336,34 @@ static double time_store_only(TimeBufs& tb, size_t out_elems, int grid, int samp
   CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
   std::sort(ts.begin(), ts.end());
   return ts[ts.size() / 2];
+}
+
+static TimeRes time_plan(const Case& c, TimeBufs& tb, int samples) {
+  Bufs b; ConvParams p = make_params(c, &b);
+  const double bytes = 4.0 * (double(b.x_elems) + b.w_elems + double(p.out_elems()));
+  const int R = tb.R;
+  for (int i = 0; i < 2 * R; ++i) CK(fastconv::launch_single_channel(p, tb.xs[i % R], tb.ws[i % R], tb.ys[i % R], 0));
+  CK(cudaDeviceSynchronize());
+  const double us = graph_time_us(R, samples, [&](int r, cudaStream_t st) {
+    CK(fastconv::launch_single_channel(p, tb.xs[r], tb.ws[r], tb.ys[r], st));
+  });
+  return {us, bytes / (us * 1e-6) / 1e9};
+}
+
+// The store ceiling of a case: a kernel that only writes its output (16-byte stores of a constant
+// over the same R output buffers, same graph timing): what any kernel writing that many bytes
+// costs here, launch and drain included. grid 0: one float4 per thread; else a grid-stride loop.
+__global__ void store_only_kernel(float4* y, size_t n4) {
+  const float4 v = make_float4(1.f, 2.f, 3.f, 4.f);
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n4; i += size_t(gridDim.x) * blockDim.x) y[i] = v;
+}
+
+static double time_store_only(TimeBufs& tb, size_t out_elems, int grid, int samples) {
+  const size_t n4 = out_elems / 4;  // the tail (< 4 floats) does not move the time
+  const int g = grid > 0 ? grid : int(std::min<size_t>((n4 + 255) / 256, size_t(1) << 30));
+  return graph_time_us(tb.R, samples, [&](int r, cudaStream_t st) {
+    store_only_kernel<<<g, 256, 0, st>>>(reinterpret_cast<float4*>(tb.ys[r]), n4);
+  });
 }
 
 static TimeRes time_case(const Case& c) {
