@@ -1145,8 +1145,8 @@ static bool oihw_order(const ConvParams& p, const Choice& ch, int am, const floa
 }
 
 // The streamed 1x1 kernel (multi_channel_pointwise.cu) where the plan asks for it and it runs;
-// the launcher and multi_channel_describe both ask here (a launcher that had lost this test
-// ran the general kernel on those plans for four sessions while describe still named it).
+// the launcher and multi_channel_describe both ask here (from ecb9024 to 1c4fd0d the launcher
+// had lost this test and ran the general kernel on those plans while describe named this one).
 static bool runs_pointwise(const ConvParams& p, const void* x, const void* w, const void* y) {
   return (p.plan[7] & kPointwise) && g_pointwise && mc_pointwise_supported(p, x, w, y);
 }
