@@ -1,13 +1,13 @@
 // 3xTF32: float32 products on the TF32 tensor cores (mma.sync, sm_80+) at float32 accuracy.
 //
 // Each operand is split x = hi + lo, hi = tf32(x) and lo = tf32(x - hi), rounded to nearest
-// (split_tf32) or truncated (split_tf32_trunc, below), and a b ~= a_lo b_hi + a_hi b_lo + a_hi b_hi:
-// the dropped a_lo b_lo and the rounding of lo are ~2^-22 relative (2^-20 truncated).  The tensor core's float32 accumulation truncates, and the
-// error grows with the number of MMAs summed into one fragment (accumulating a whole 1600-deep
-// reduction in place measured 1.1e-5 relative L2 error, H200); the multi-channel kernel
-// therefore sums only one stage's products in a fresh fragment and adds it to its float32
-// accumulators with FADD (round to nearest): 2.2e-7 worst on the paper-multi set with the rounded
-// split, 4.3e-7 with the truncated one the kernel now uses for most fragments.
+// (split_tf32) or truncated (split_tf32_trunc, below), and a b ~= a_lo b_hi + a_hi b_lo +
+// a_hi b_hi: the dropped a_lo b_lo and the rounding of lo are ~2^-22 relative (2^-20 truncated).
+// The tensor core's float32 accumulation truncates, and the error grows with the number of MMAs
+// summed into one fragment (accumulating a whole 1600-deep reduction in place measured 1.1e-5
+// relative L2 error, H200); the multi-channel kernel therefore sums only one stage's products in
+// a fresh fragment and adds it to its float32 accumulators with FADD (round to nearest): 2.2e-7
+// worst on the paper-multi set with the rounded split (errors with the truncated one: below).
 //
 // Non-finite inputs: a_hi b_lo is NaN for an infinite a and an exact b (inf x 0), where float32
 // FMAs give inf; the kernel detects any non-finite accumulator and recomputes that tile with
@@ -36,11 +36,11 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) 
 // which truncates it to TF32: a_hi b_hi + a_hi b_lo + a_lo b_hi then misses at most ~2^-20 |a b|
 // (a_lo b_lo and the truncated low bits of lo), and the truncation's bias points the same way as
 // the product, so over a long sum it scales the result by ~(1 - 2^-21) rather than adding up
-// against it. Measured: 4.4e-7 worst relative L2 error on the paper-multi set (2.9e-7 with the
-// rounded split), 6.1e-7 over 300 random layers (H200). The multi-channel kernel splits its A
-// fragments (and the B fragments of its 32- and 64-pixel tiles) this way: 6.4% less time over
-// its 99 tensor-core paper layers (benchmarks/notes/multi_channel.md, round 21); the 128x64
-// tile's B fragments keep the rounded split, with which it does not spill.
+// against it. The multi-channel kernel splits its A fragments (and the B fragments of its 32-
+// and 64-pixel tiles) this way; the 128x64 tile's B fragments keep the rounded split, with which
+// it does not spill. Measured so (H200): 4.3e-7 worst relative L2 error on the paper-multi set
+// (2.9e-7 all rounded), 8.5e-7 over 300 random layers, 0.939x the time over its 99 tensor-core
+// paper layers (benchmarks/notes/multi_channel.md, round 21).
 __device__ __forceinline__ void split_tf32_trunc(float x, uint32_t& hi, uint32_t& lo) {
   const uint32_t h = __float_as_uint(x) & 0xffffe000u;
   hi = h;

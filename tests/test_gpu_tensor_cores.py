@@ -7,6 +7,8 @@ without a CUDA device or the CUDA extension.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import jax
@@ -18,6 +20,7 @@ from _helpers import skip_module_without_cuda
 skip_module_without_cuda()
 
 from jax_fastconv import autotune, planner  # noqa: E402
+from jax_fastconv.primitive import conv_p  # noqa: E402
 from _helpers import (CUDA_TARGET, ConvConfig, assert_close, assert_matches_lax_twice,  # noqa: E402
                       jit_checked, ref_conv)
 
@@ -152,8 +155,6 @@ def test_streamed_1x1_is_what_runs(cfg):
     # general kernel's on the same plan without the flag (another split and order), while both
     # match lax. (The launcher once lost its dispatch and ran the general kernel on these plans
     # with every other test passing.)
-    import dataclasses
-    from jax_fastconv.primitive import conv_p
     ex = cfg.explain()
     assert ex.plan.kernel_attrs[7] & planner.MC_POINTWISE, ex.reason
     attrs = list(ex.plan.kernel_attrs)
