@@ -150,6 +150,11 @@ MC_MAX_SPLIT = 8                # portable cluster size
 # 20261121.txt: picks within 0.06% of the best measured variant on average, worst 0.8%).
 MC_SPLIT_GLOBAL = 8
 MC_GLOBAL_SPLITS = (4, 6, 8, 10, 12, 16, 20, 24, 32, 48)
+# ... and, per tile, the rank count that fills exactly one wave (floor(b x N_sm / tiles)): a
+# listed count one over a wave boundary runs a second, partial wave (b32 7x7x512 K5: 16 ranks =
+# 1.21 waves, 13 = one). Bench on an H200 (benchmarks/results/sweeps/onewave-*-20261122): the 6
+# plans it changes on paper-multi/ResNet-50/VGG-16 ran 2.6-7.9% faster (device time).
+MC_GLOBAL_ONE_WAVE = True
 MC_GLOBAL_SPLIT_STEPS_TC = {128: 8.0, 64: 10.0, 32: 8.0}
 MC_GLOBAL_SPLIT_COST_TC = 0.95
 # ... taken only where its cost is below this fraction of the cluster plan's: the sweep does not
@@ -437,6 +442,13 @@ def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: i
     return tile_cost[Wx] * per_sm * rank * Wx / 128 * few_cost.get(min(per_sm, b), 1.0)
 
 
+def mc_global_split_counts(tiles: int, b: int, n_sm: int) -> tuple[int, ...]:
+    """The rank counts offered to the split through global memory: MC_GLOBAL_SPLITS and (with
+    MC_GLOBAL_ONE_WAVE) the count whose tiles x ranks blocks fill one wave of b per SM."""
+    one_wave = (b * n_sm) // tiles if MC_GLOBAL_ONE_WAVE else 0
+    return tuple(sorted(set(MC_GLOBAL_SPLITS) | ({one_wave} if one_wave > 1 else set())))
+
+
 def _mc_global_split_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int,
                           n_sm: int) -> float:
     """The grid model for a tensor-core tile split through global memory (MC_SPLIT_GLOBAL)."""
@@ -676,7 +688,7 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
                 grid.append((_mc_grid_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm,
                                            tc=tc_grid), c, cs))
         # through global memory (tensor-core layers only): any rank count, their own constants
-        for cs in MC_GLOBAL_SPLITS if tc_grid else ():
+        for cs in mc_global_split_counts(c["tiles"], c["b"], n_sm) if tc_grid else ():
             if cs <= c["steps"]:
                 glob.append((_mc_global_split_cost(c["tiles"], c["steps"], Wx, cs, c["b"], n_sm),
                              c, cs))

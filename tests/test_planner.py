@@ -144,7 +144,7 @@ def test_multi_channel_hopper_big_layers_get_the_papers_best(preset):
         assert plan["Th_SM"] == 3 * 64 * 16 * 128 >= plan["N_FMA"]
 
 
-def test_multi_channel_h200_grid_model():
+def test_multi_channel_h200_grid_model(monkeypatch):
     # b1 112x112x64 -> 64, K3 VALID: P = 110*110 = 12,100; C = 64 -> S = 64 B, 4 segments x 9
     # taps = 36 steps. cost = c_tile x per_SM x (ceil(36 / cs) + s0_tile [cs > 1]) x W'x / 128
     # x f(min(per_SM, b)), per_SM = ceil(tiles x cs / 132). The layer runs on the tensor cores,
@@ -166,9 +166,17 @@ def test_multi_channel_h200_grid_model():
     assert pl._mc_grid_cost(95, 36, 128, 4, 3, 132) == pytest.approx(3 * 13.7)
     assert pl._mc_grid_cost(379, 36, 32, 1, 4, 132) == pytest.approx(1.48 * 3 * 36 * 0.25)
     # b32 7x7x512 K3 VALID (NHWC): 800 pixels, 288 steps; the tensor-core constants pick 64x64
-    # split 8 (measured 97 us) where the FFMA ones picked 128x64 split 8 (139 us)
-    plan = pl.make_plan(spec_from_logical(32, 512, 7, 7, 512, 3, 3, layout="NHWC"), H200)
-    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 8, 128, pl.MC_TENSOR_CORES), plan.reason
+    # (measured 97 us) where the FFMA ones picked 128x64 split 8 (139 us); 104 tiles x 4 blocks
+    # per SM: 5 ranks through global memory fill one wave (132 x 4 // 104), cost 138 against
+    # 146 for the cluster of 8 (measured 85.6 against 88.9 us device, bench 20261122)
+    spec = spec_from_logical(32, 512, 7, 7, 512, 3, 3, layout="NHWC")
+    plan = pl.make_plan(spec, H200)
+    assert plan.kernel_attrs == (2, 16, 64, 64, 3, 5, 128,
+                                 pl.MC_TENSOR_CORES | pl.MC_SPLIT_GLOBAL), plan.reason
+    assert "104 tiles x 5 ranks, cost 138" in plan.reason and "cost 146" in plan.reason
+    monkeypatch.setattr(pl, "MC_GLOBAL_ONE_WAVE", False)  # the listed counts only: the cluster
+    assert pl.make_plan(spec, H200).kernel_attrs == (2, 16, 64, 64, 3, 8, 128, pl.MC_TENSOR_CORES)
+    monkeypatch.undo()
     # b1 7x7x512 K3 VALID: P = 25, 8 tiles of every size, 32 x 9 = 288 steps: 32x64 with the
     # non-portable cluster of 16: 128 blocks, 1 per SM, 18 + 3.0 steps: 1.38 x 21 x 0.25 x
     # 1.5 = 10.9 (split 8: 20.2; 128x64 split 8: 60.2).
@@ -191,12 +199,22 @@ def test_multi_channel_grid_choice_is_the_least_cost(N, C, H, K):
     costs = {}
     tc = K >= 3   # NHWC, C % 4 == 0 on an H200: the tensor cores, and their constants
     assert bool(plan["tensor_cores"]) == tc
+    glob = {}     # the split through global memory (tensor cores only)
     for wx, b in ((128, 3), (64, 4), (32, 4)):
+        tiles = -(-P // wx) * -(-C // 64)
         for cs in pl.MC_SPLITS:
             if cs <= min(16 if wx == 32 else 8, steps):
-                costs[(wx, cs)] = pl._mc_grid_cost(-(-P // wx) * -(-C // 64), steps, wx, cs, b,
-                                                   132, tc=tc)
-    assert costs[(plan["W'x"], plan["c_split"])] == pytest.approx(min(costs.values()))
+                costs[(wx, cs)] = pl._mc_grid_cost(tiles, steps, wx, cs, b, 132, tc=tc)
+        for cs in pl.mc_global_split_counts(tiles, b, 132) if tc else ():
+            if cs <= steps:
+                glob[(wx, cs)] = pl._mc_global_split_cost(tiles, steps, wx, cs, b, 132)
+    best = min(costs.values())
+    if plan["split_global"]:   # taken only with a clear margin over the best cluster plan
+        assert glob[(plan["W'x"], plan["c_split"])] == pytest.approx(min(glob.values()))
+        assert min(glob.values()) < pl.MC_GLOBAL_SPLIT_MARGIN * best
+    else:
+        assert costs[(plan["W'x"], plan["c_split"])] == pytest.approx(best)
+        assert not glob or min(glob.values()) >= pl.MC_GLOBAL_SPLIT_MARGIN * best
 
 
 # ---------------------------------------------------------------- filter staging (plan[7])
@@ -403,21 +421,25 @@ def test_oihw_order_rule(N, C, H, M, K, oihw):
 def test_split_through_global_memory():
     # b32 7x7x512 K5 VALID (NHWC): P = 32 x 3 x 3 = 288, 32 segments x 25 taps = 800 steps.
     # Cluster splits (tensor-core constants): the least is 32x64 split 16, 2 x 50 + 3.0 ... =
-    # cost 165. Through global memory (MC_GLOBAL_SPLIT_*): 64x64, 5 x 8 = 40 tiles x 16 ranks =
-    # 640 blocks, 5 per SM of 50 + 10 steps: 0.95 x 1.07 x 5 x 60 x 64/128 = 152.5 < 0.95 x 165.
-    # Measured (H200, driver): 127.9 -> 106.1 us NHWC, 150.3 -> 122.5 us NCHW.
+    # cost 165. Through global memory (MC_GLOBAL_SPLIT_*): 64x64, 5 x 8 = 40 tiles; 16 ranks =
+    # 640 blocks, 5 per SM of 50 + 10 steps: 0.95 x 1.07 x 5 x 60 x 64/128 = 152.5; 13 ranks
+    # (the one-wave count, 132 x 4 // 40) = 520 blocks, 4 per SM of 62 + 10 steps: 146.4.
+    # Measured (H200): cluster -> 16 ranks 127.9 -> 106.1 us NHWC, 150.3 -> 122.5 us NCHW
+    # (driver); 16 -> 13 ranks 94.1 -> 89.4 us NHWC, 108.0 -> 99.4 us NCHW (bench, device).
     spec = spec_from_logical(32, 512, 7, 7, 512, 5, 5, layout="NHWC")
     plan = pl.make_plan(spec, H200)
     flags = pl.MC_TENSOR_CORES | pl.MC_SPLIT_GLOBAL
-    assert plan.kernel_attrs == (2, 16, 64, 64, 5, 16, 128, flags), plan.reason
-    assert plan["split_global"] == 1 and plan["grid_cost"] == pytest.approx(152.5, abs=0.05)
+    assert plan.kernel_attrs == (2, 16, 64, 64, 5, 13, 128, flags), plan.reason
+    assert plan["split_global"] == 1 and plan["grid_cost"] == pytest.approx(146.4, abs=0.05)
     assert pl._mc_global_split_cost(40, 800, 64, 16, 4, 132) == pytest.approx(0.95 * 1.07 * 5 * 60 * 0.5)
-    assert "split through global memory instead" in plan.reason and "cost 152" in plan.reason
-    assert pl.workspace_elems(spec, plan) == 16 * 288 * 512          # one partial output per rank
+    assert pl._mc_global_split_cost(40, 800, 64, 13, 4, 132) == pytest.approx(0.95 * 1.07 * 4 * 72 * 0.5)
+    assert 13 in pl.mc_global_split_counts(40, 4, 132) and 13 not in pl.MC_GLOBAL_SPLITS
+    assert "split through global memory instead" in plan.reason and "cost 146" in plan.reason
+    assert pl.workspace_elems(spec, plan) == 13 * 288 * 512          # one partial output per rank
     nchw = spec_from_logical(32, 512, 7, 7, 512, 5, 5)               # OIHW filters in place
     plan = pl.make_plan(nchw, H200)
     assert plan.kernel_attrs[7] == flags | pl.MC_OIHW_ORDER
-    assert pl.workspace_elems(nchw, plan) == 16 * 288 * 512
+    assert pl.workspace_elems(nchw, plan) == 13 * 288 * 512
     # b1 7x7x512 K5: 32x64 x 32 ranks (no cluster holds more than 16)
     plan = pl.make_plan(spec_from_logical(1, 512, 7, 7, 512, 5, 5, layout="NHWC"), H200)
     assert plan.kernel_attrs[3] == 32 and plan["c_split"] == 32 and plan["split_global"] == 1
@@ -548,8 +570,9 @@ def test_every_plan_respects_limits_and_covers_output_once(preset):
             cmax = 1 if hw.compute_capability < (9, 0) else (16 if wx == 32 else 8)
             if plan.kernel_attrs[7] & pl.MC_SPLIT_GLOBAL:   # ranks without a cluster
                 assert plan.kernel_attrs[7] & pl.MC_TENSOR_CORES and c_split > 1
-                assert c_split in pl.MC_GLOBAL_SPLITS and plan["split_global"] == 1
-                cmax = max(pl.MC_GLOBAL_SPLITS)
+                counts = pl.mc_global_split_counts(plan["output_tiles"], b, hw.sm_count)
+                assert c_split in counts and plan["split_global"] == 1
+                cmax = max(counts)
             assert 1 <= c_split <= min(cmax, plan["reduction_steps"])
             assert plan["reduction_steps"] == -(-d["C"] // s_e) * d["KH"] * d["KW"]
             if c_split > 1:
