@@ -212,11 +212,15 @@ struct Cfg {
 // 24 NCHW layers of that tile within +-1.1%.  And 4 for the 64x64 tile in the OIHW order
 // (AM = 3), which the compiler would give 131 registers (3 blocks; the other 64x64 tensor-core
 // instances fit 128 by themselves).  The NHWC instances lose 4-12% at 128 registers
-// (the spread loader's live values) and spill without it: they stay at 3 blocks.
+// (the spread loader's live values) and spill without it: they stay at 3 blocks.  And 1 for
+// the 128x128 tile with the 4-byte filter loader and a channel-major or 4-byte A tile, which
+// spilled 36-40 B at 128 registers (sm_90a) and takes 168 without the cap: no plan names the
+// 128x128 tile (the planner prefers M' = 64), only hand-made plans reach it.
 template <int BM, int BN, int BK, int TM, int TN, int STAGES, int AM, bool BV, bool MMA, bool GS>
 constexpr int min_blocks() {
   return ((BM == 128 && BN == 64 && AM == 0 && BV && !MMA) || (BM == 64 && AM == 3)) ? 4
-             : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
+         : (BM == 128 && BN == 128 && !BV && AM != 2)                              ? 1
+                                                    : Cfg<BM, BN, BK, TM, TN, STAGES>::MINB;
 }
 
 // GS: the split through global memory (kSplitGlobal; tensor-core tiles only): its own

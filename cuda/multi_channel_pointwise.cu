@@ -163,9 +163,15 @@ __device__ __noinline__ void recompute_cf(const float* __restrict__ w, long long
 }
 
 // 4 x WM warps: 4 along the pixels, WM (1 or 2) along the filters; each warp computes RP x 16
-// pixels x 64 / WM filters, so a tile is W'x = 64 RP pixels.
+// pixels x 64 / WM filters, so a tile is W'x = 64 RP pixels.  Resident blocks the compiler
+// must allow: unsaid (0), except 2 for channels-first C = 64 with one filter group, which
+// ptxas otherwise held at 128 registers with 12 B of spills (sm_90a); it takes 144 without
+// them, and its shared memory (~100 KB) holds 2 blocks per SM either way.
+template <bool CL, int C, int WM>
+constexpr int pw_min_blocks() { return (!CL && C == 64 && WM == 1) ? 2 : 0; }
+
 template <bool CL, int C, int STAGES, int WM, int RP>
-__global__ void __launch_bounds__(128 * WM) mc_pointwise_kernel(const Args a) {
+__global__ void __launch_bounds__(128 * WM, (pw_min_blocks<CL, C, WM>())) mc_pointwise_kernel(const Args a) {
   constexpr int NT = 128 * WM, BP = 64 * RP;
   constexpr int PITCH = stage_pitch(CL, C, BP);
   constexpr int NJ = 8 / WM;   // CL: n8 tiles of filters per warp
