@@ -444,9 +444,11 @@ def _mc_grid_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int, n_sm: i
 
 def mc_global_split_counts(tiles: int, b: int, n_sm: int) -> tuple[int, ...]:
     """The rank counts offered to the split through global memory: MC_GLOBAL_SPLITS and (with
-    MC_GLOBAL_ONE_WAVE) the count whose tiles x ranks blocks fill one wave of b per SM."""
+    MC_GLOBAL_ONE_WAVE) the count whose tiles x ranks blocks fill one wave of b per SM, where it
+    lies inside the listed range (the model was fitted up to 48 ranks; the kernel takes <= 64)."""
     one_wave = (b * n_sm) // tiles if MC_GLOBAL_ONE_WAVE else 0
-    return tuple(sorted(set(MC_GLOBAL_SPLITS) | ({one_wave} if one_wave > 1 else set())))
+    extra = {one_wave} if 1 < one_wave <= max(MC_GLOBAL_SPLITS) else set()
+    return tuple(sorted(set(MC_GLOBAL_SPLITS) | extra))
 
 
 def _mc_global_split_cost(tiles: int, steps: int, Wx: int, c_split: int, b: int,

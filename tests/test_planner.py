@@ -434,6 +434,9 @@ def test_split_through_global_memory():
     assert pl._mc_global_split_cost(40, 800, 64, 16, 4, 132) == pytest.approx(0.95 * 1.07 * 5 * 60 * 0.5)
     assert pl._mc_global_split_cost(40, 800, 64, 13, 4, 132) == pytest.approx(0.95 * 1.07 * 4 * 72 * 0.5)
     assert 13 in pl.mc_global_split_counts(40, 4, 132) and 13 not in pl.MC_GLOBAL_SPLITS
+    # the one-wave count only inside the fitted range: 1 tile x 528 ranks is not offered
+    assert pl.mc_global_split_counts(1, 4, 132) == pl.MC_GLOBAL_SPLITS
+    assert 44 in pl.mc_global_split_counts(12, 4, 132)                # 528 // 12, inside
     assert "split through global memory instead" in plan.reason and "cost 146" in plan.reason
     assert pl.workspace_elems(spec, plan) == 13 * 288 * 512          # one partial output per rank
     nchw = spec_from_logical(32, 512, 7, 7, 512, 5, 5)               # OIHW filters in place
