@@ -146,9 +146,24 @@ def roofline_coverage(cases: Sequence[dict], floor_min_us: float,
         if (p or 0.0) < pct:
             below.append(f"{case_label(c)} {_f(p, '{:.1f}')}%"
                          + (" (lax)" if c.get("path") == "lax" else ""))
+    # below in wall/R only: what wall/R adds to the device span there, for us and for lax
+    # HIGHEST (the jitted call's host-side cost, shared by both when it is the cause)
+    wall_only = [{"label": case_label(c), "wall": c.get("pct_roofline"),
+                  "device": c["pct_roofline_device"],
+                  "host_us": {k: _wall_minus_device(c, k) for k in ("fastconv", "lax_highest")}}
+                 for c in dev if c["pct_roofline_device"] >= pct
+                 and (c.get("pct_roofline") or 0.0) < pct]
     return {"floor_min_us": floor_min_us, "pct": pct, "cases": len(big), "wall": wall,
             "device": sum(1 for c in dev if c["pct_roofline_device"] >= pct),
-            "with_device": len(dev), "below": below}
+            "with_device": len(dev), "below": below, "wall_only": wall_only}
+
+
+def _wall_minus_device(c: dict, impl: str) -> float | None:
+    """wall/R minus the device span of one impl in a case, us per conv (None if either is
+    missing)."""
+    wall = c.get(f"{impl}_us")
+    dev = (c.get("device_us") or {}).get(impl)
+    return None if wall is None or dev is None else wall - dev
 
 
 def coverage_lines(cases: Sequence[dict]) -> list[str]:
@@ -166,6 +181,18 @@ def coverage_lines(cases: Sequence[dict]) -> list[str]:
                 f"{cv['wall']} reach {cv['pct']:g}% of the roofline in {WALL_LABEL}{dev}")
         if cv["below"]:
             text += "; below (device %, else wall %): " + "; ".join(cv["below"])
+        if cv["wall_only"]:
+            text += ("; below in wall/R only (wall % / device %): "
+                     + "; ".join(f"{w['label']} {_f(w['wall'], '{:.1f}')}% / "
+                                 f"{w['device']:.1f}%" for w in cv["wall_only"]))
+            spans = []
+            for impl, name in (("fastconv", "fastconv"), ("lax_highest", "lax HIGHEST")):
+                v = [w["host_us"][impl] for w in cv["wall_only"] if w["host_us"][impl] is not None]
+                if v:
+                    spans.append(f"{name} {min(v):.1f}-{max(v):.1f} us")
+            if spans:
+                text += ("; there wall/R minus device span per conv (the jitted call's host "
+                         "cost): " + ", ".join(spans))
         lines.append(text + ".")
     return lines
 

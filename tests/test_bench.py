@@ -716,3 +716,23 @@ def test_roofline_coverage_counts_and_misses():
     assert len(lines) == 1 and lines[0].startswith(
         "paper-multi: of the 4 cases with a floor >= 50 us, 1 reach 70% of the roofline in "
         "wall/R (prescribed), 2 of 3 in device span (CUPTI); below")
+    # the device-only case (C = 128) is listed with wall % / device %; no times: no span line
+    assert [w["label"] for w in cv["wall_only"]] == ["N1 C128 56^2 M64 K3 V NHWC"]
+    assert "below in wall/R only (wall % / device %): N1 C128 56^2 M64 K3 V NHWC 65.0% / 72.0%" \
+        in lines[0] and "host cost" not in lines[0]
+
+
+def test_roofline_coverage_wall_only_host_cost():
+    # wall/R minus device span, per impl, over the cases below in wall/R only
+    rows = [dict(_cov_row("paper-multi", 100.0, 65.0, 75.0), fastconv_us=115.0,
+                 lax_highest_us=240.0, device_us={"fastconv": 99.0, "lax_highest": 226.0}),
+            dict(_cov_row("paper-multi", 100.0, 68.0, 78.0, C=128), fastconv_us=107.5,
+                 lax_highest_us=241.0, device_us={"fastconv": 93.5, "lax_highest": 228.0}),
+            dict(_cov_row("paper-multi", 100.0, 80.0, 90.0, C=256), fastconv_us=60.0,
+                 lax_highest_us=90.0, device_us={"fastconv": 10.0, "lax_highest": 10.0})]
+    cv = bench_report.roofline_coverage(rows, 50.0)
+    assert [w["host_us"] for w in cv["wall_only"]] == [
+        {"fastconv": 16.0, "lax_highest": 14.0}, {"fastconv": 14.0, "lax_highest": 13.0}]
+    line = bench_report.coverage_lines(rows)[0]
+    assert line.endswith("there wall/R minus device span per conv (the jitted call's host "
+                         "cost): fastconv 14.0-16.0 us, lax HIGHEST 13.0-14.0 us.")
