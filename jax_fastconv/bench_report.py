@@ -186,10 +186,10 @@ def coverage_lines(cases: Sequence[dict]) -> list[str]:
                      + "; ".join(f"{w['label']} {_f(w['wall'], '{:.1f}')}% / "
                                  f"{w['device']:.1f}%" for w in cv["wall_only"]))
             spans = []
-            for impl, name in (("fastconv", "fastconv"), ("lax_highest", "lax HIGHEST")):
+            for impl in cv["wall_only"][0]["host_us"]:
                 v = [w["host_us"][impl] for w in cv["wall_only"] if w["host_us"][impl] is not None]
                 if v:
-                    spans.append(f"{name} {min(v):.1f}-{max(v):.1f} us")
+                    spans.append(f"{PEER_LABELS.get(impl, impl)} {min(v):.1f}-{max(v):.1f} us")
             if spans:
                 text += ("; there wall/R minus device span per conv (the jitted call's host "
                          "cost): " + ", ".join(spans))

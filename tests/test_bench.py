@@ -735,4 +735,4 @@ def test_roofline_coverage_wall_only_host_cost():
         {"fastconv": 16.0, "lax_highest": 14.0}, {"fastconv": 14.0, "lax_highest": 13.0}]
     line = bench_report.coverage_lines(rows)[0]
     assert line.endswith("there wall/R minus device span per conv (the jitted call's host "
-                         "cost): fastconv 14.0-16.0 us, lax HIGHEST 13.0-14.0 us.")
+                         "cost): fastconv 14.0-16.0 us, lax HIGHEST (fp32) 13.0-14.0 us.")
