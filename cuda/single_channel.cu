@@ -108,8 +108,12 @@ struct SCArgs {
   int tiles32;               // ntiles < 2^31: tile decode by FastDiv
   int in_vec;                // input rows staged in 16-byte copies (launch: see stage_input)
   int w_vec;                 // filters staged in 16-byte copies (launch: see stage_filters)
+  int flat;                  // LAYOUT 0 chunks over the tile's flattened pixels (see launch)
+  int OWc, dsw;              // flat: output width, SW - OW (the next row's shift in the patch)
+  int items_flat;            // flat: GM x RB x OW / 4
   FastDiv fd_cpr, fd_rb, fd_gm, fd_ncb, fd_nrb, fd_n, fd_ng;
   FastDiv fd_kk, fd_kw, fd_sw4;  // staging decode: taps, kernel width, 16-byte chunks per line
+  FastDiv fd_nq, fd_ow;          // flat: chunks per tile (RB x OW / 4), output width
 };
 
 struct Tile {
@@ -296,12 +300,58 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
   }
 }
 
+// Flat chunks (LAYOUT 0, rows of the output contiguous, OW = 2 mod 4): the thread's 4 outputs
+// are 4 consecutive pixels of the tile's flattened rows, so every chunk starts 16-byte aligned
+// in the output plane; its first `split` outputs lie in row r (srow = its first input there),
+// the rest (WRAP, split < 4) at the start of row r + 1, whose inputs sit dsw = SW - OW floats
+// further in the patch. Windows are read as float2 (c is even, not always a multiple of 4).
+template <int KH_T, int KW_T, bool WRAP>
+__device__ __forceinline__ void compute_item_flat(const SCArgs& a, const float* __restrict__ srow,
+                                                  int split, const float* __restrict__ swg,
+                                                  float (&acc)[kTM][kTP]) {
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTP; ++j) acc[i][j] = 0.f;
+  constexpr int NV = (kTP + KW_T - 1 + 1) / 2 * 2;
+#pragma unroll
+  for (int kh = 0; kh < KH_T; ++kh) {
+    float v[NV], u[NV];
+    const float2* s2 = reinterpret_cast<const float2*>(srow + kh * a.SW);
+#pragma unroll
+    for (int q = 0; q < NV / 2; ++q) {
+      const float2 f = s2[q];
+      v[2 * q] = f.x; v[2 * q + 1] = f.y;
+    }
+    if (WRAP) {
+      const float2* t2 = reinterpret_cast<const float2*>(srow + kh * a.SW + a.dsw);
+#pragma unroll
+      for (int q = 0; q < NV / 2; ++q) {
+        const float2 f = t2[q];
+        u[2 * q] = f.x; u[2 * q + 1] = f.y;
+      }
+    }
+#pragma unroll
+    for (int kw = 0; kw < KW_T; ++kw) {
+      float wv[kTM];
+      load_weights(swg + (kh * KW_T + kw) * kTM, wv);
+      float xv[kTP];
+#pragma unroll
+      for (int j = 0; j < kTP; ++j) xv[j] = (WRAP && j >= split) ? u[j + kw] : v[j + kw];
+#pragma unroll
+      for (int i = 0; i < kTM; ++i)
+#pragma unroll
+        for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], xv[j], acc[i][j]);
+    }
+  }
+}
+
 // Items of a tile: (gl, r, c) = filter group, output row, 4-column chunk, enumerated over the
 // full RB x cpr so that the decode divides by launch constants; items past the edge of the
 // map (last row band / column tile) are skipped.
 //   LAYOUT 0: c fastest, then r, then gl: lanes run along ow (16-byte stores per filter row).
 //   LAYOUT 1: gl fastest, then c, then r: lanes of one pixel hold consecutive filter groups.
-template <int KH_T, int KW_T, int LAYOUT>
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT>
 __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
                                              const float* __restrict__ sin,
                                              const float* __restrict__ sw,
@@ -313,6 +363,45 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   const int KK = (KH_T > 0 && KW_T > 0) ? KH_T * KW_T : a.KH * a.KW;
   float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
               (long long)ow0 * p.y_sw;
+  if constexpr (FLAT && LAYOUT == 0 && KH_T > 0 && KW_T > 0) {
+    {  // chunks over the flattened rows: aligned 16-byte stores (flat_chunks)
+      const int nvalid = RBt * a.OWc;
+      for (int it = threadIdx.x; it < a.items_flat; it += blockDim.x) {
+        int q;
+        const int gl = int(a.fd_nq.divmod(uint32_t(it), &q));
+        const int p0 = 4 * q;
+        if (p0 >= nvalid) continue;
+        int c;
+        const int r = int(a.fd_ow.divmod(uint32_t(p0), &c));
+        const int split = a.OWc - c;
+        float acc[kTM][kTP];
+        const float* srow = sin + r * a.SW + c;
+        const float* swg = sw + gl * KK * kTM;
+        if (__any_sync(__activemask(), split < kTP))
+          compute_item_flat<KH_T, KW_T, true>(a, srow, split, swg, acc);
+        else
+          compute_item_flat<KH_T, KW_T, false>(a, srow, kTP, swg, acc);
+        const int nout = min(kTP, nvalid - p0);
+        float* yp = yt + p0;  // rows contiguous: (oh0 + r) * OW + c = oh0 * OW + p0
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int ml = gl * 4 + h * half + i;
+            if (m0g + ml >= p.M) continue;
+            float* ym = yp + (long long)ml * p.y_sc;
+            if (nout == kTP) {
+              st4(ym, acc[4 * h + i]);
+            } else {
+#pragma unroll
+              for (int j = 0; j < kTP; ++j)
+                if (j < nout) ym[j] = acc[4 * h + i][j];
+            }
+          }
+      }
+      return;
+    }
+  }
   for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
     int gl, r, c;
     if (LAYOUT == 0) {
@@ -393,7 +482,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   }
 }
 
-template <int KH_T, int KW_T, int LAYOUT>
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT>
 __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
     single_channel_kernel(const ConvParams p, const SCArgs a, const float* __restrict__ x,
                           const float* __restrict__ w, float* __restrict__ y) {
@@ -433,7 +522,7 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
       if (new_w) stage_filters(p, a, nxt.g, w, sw0 + (wc ^ 1) * a.w_floats);
       cp_async_commit();
     }
-    compute_tile<KH_T, KW_T, LAYOUT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
+    compute_tile<KH_T, KW_T, LAYOUT, FLAT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     if (has_next) {
       cp_async_wait<0>();
       __syncthreads();
@@ -500,6 +589,12 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->fd_kw = FastDiv(uint32_t(p.KW));
   a->fd_sw4 = FastDiv(uint32_t(a->SW / 4));
   a->in_vec = a->w_vec = 0;  // set at launch, from the buffers' alignment (staging_vectors)
+  a->flat = 0;               // set at launch (flat_chunks)
+  a->OWc = int(p.OW);
+  a->dsw = int(a->SW - p.OW);
+  a->items_flat = int(RB * p.OW / 4 * a->GM);
+  a->fd_nq = FastDiv(uint32_t(std::max<long long>(1, RB * p.OW / 4)));
+  a->fd_ow = FastDiv(uint32_t(std::max<long long>(1, p.OW)));
 }
 
 // The planner's plan, taken exactly when every value is in the kernel's supported ranges
@@ -619,6 +714,18 @@ void staging_vectors(const ConvParams& p, const float* x, const float* w, SCArgs
   a->w_vec = aligned16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0;
 }
 
+// Flat chunks (compute_tile) where rows of OW = 2 mod 4 outputs would otherwise make every
+// other row's stores 8-byte aligned (the general path ran these NCHW layers at ~half the speed
+// of the same stores into aligned rows): LAYOUT 0 with rows back to back (y_sh == OW), whole
+// rows per tile, tiles of a multiple of 4 pixels (RB x OW), 16-byte aligned planes, a
+// compile-time kernel size.
+bool flat_chunks(const ConvParams& p, const Resolved& r, const float* y) {
+  const SCArgs& a = r.a;
+  return r.layout == 0 && a.vec && p.y_sw == 1 && p.y_sh == p.OW && p.OW % 4 == 2 &&
+         a.n_cb == 1 && (a.RB * p.OW) % 4 == 0 && p.y_sc % 4 == 0 && p.y_sn % 4 == 0 &&
+         aligned16(y) && p.KH == p.KW && (p.KH == 1 || p.KH == 3 || p.KH == 5 || p.KH == 7);
+}
+
 cudaError_t check_params(const ConvParams& p) {
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
   if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0)
@@ -629,10 +736,10 @@ cudaError_t check_params(const ConvParams& p) {
   return cudaSuccess;
 }
 
-template <int KH_T, int KW_T, int LAYOUT>
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false>
 cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                      const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT>;
+  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT>;
   cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             int(r.smem));
@@ -696,7 +803,16 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
   r.a.vec16 = stores_aligned16(p, r, y);
+#ifndef SC_NO_FLAT
+  r.a.flat = flat_chunks(p, r, y);
+#endif
   staging_vectors(p, x, w, &r.a);
+  if (r.a.flat) {  // flat_chunks: LAYOUT 0, KH == KW in {1, 3, 5, 7}
+    if (p.KH == 1) return launch_t<1, 1, 0, true>(p, r, dev, x, w, y, stream);
+    if (p.KH == 3) return launch_t<3, 3, 0, true>(p, r, dev, x, w, y, stream);
+    if (p.KH == 5) return launch_t<5, 5, 0, true>(p, r, dev, x, w, y, stream);
+    return launch_t<7, 7, 0, true>(p, r, dev, x, w, y, stream);
+  }
   if (r.layout == 0) return dispatch_k<0>(p, r, dev, x, w, y, stream);
   return dispatch_k<1>(p, r, dev, x, w, y, stream);
 }

@@ -493,6 +493,24 @@ int main(int argc, char** argv) {
     // a few with SAME padding and K = 7
     for (int lay : {0, 1}) { Case c = paper_case(2, 224, 64, 7, lay, nullptr); c.pt = c.pb = c.pl = c.pr = 3; cases.push_back(c); }
     for (int i = 0; i < 150; ++i) cases.push_back(random_case(rng, i));
+    // NCHW rows of OW = 2 mod 4 outputs (flat chunks in the kernel where RB x OW is a multiple
+    // of 4 and OH even; the general path otherwise): odd and even RB, both methods, partial tiles
+    for (int i = 0; i < 80; ++i) {
+      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+      const long long K = (long long[]){1, 3, 5, 7}[U(0, 3)];
+      Case c{};
+      c.name = "ow2mod4_" + std::to_string(i);
+      c.KH = c.KW = K; c.ylay = 0; c.wlay = int(U(0, 2));
+      c.N = U(1, 5); c.M = U(0, 2) ? U(1, 40) : U(41, 200);
+      const long long OW = 4 * U(0, 40) + 2, OH = U(1, 70);
+      c.pl = U(0, (K - 1) / 2); c.pr = (K - 1) - c.pl; c.pt = U(0, (K - 1) / 2); c.pb = (K - 1) - c.pt;
+      c.W = OW + K - 1 - c.pl - c.pr; c.H = OH + K - 1 - c.pt - c.pb;
+      if (c.W < 1 || c.H < 1) { c.pl = c.pr = c.pt = c.pb = 0; c.W = OW + K - 1; c.H = OH + K - 1; }
+      const long long RB = U(1, 20), MB = 8 * U(1, 8);
+      if (U(0, 1)) { const long long pl[8] = {1, 2, 1, (c.M + MB - 1) / MB, MB, RB, U(0, 1), 32 * U(2, 8)}; for (int k = 0; k < 8; ++k) c.plan[k] = pl[k]; }
+      else { const long long pl[8] = {1, 1, (OH + RB - 1) / RB, 1, MB, RB, 1, 32 * U(2, 8)}; for (int k = 0; k < 8; ++k) c.plan[k] = pl[k]; }
+      cases.push_back(c);
+    }
     int nplan_bad = 0;
     for (auto& c : planned) { cases.push_back(c); nplan_bad += !launch_is_plan(c, prop.multiProcessorCount); }
     if (plans_path)
