@@ -59,6 +59,10 @@
 //   LAYOUT 0 (y_sw == 1, e.g. NCHW): lanes run along ow; each thread stores a 16-byte float4
 //     per filter (8-byte or scalar stores when a row start is not 16-byte aligned; a
 //     lane-shifted float4 variant for such rows measured 2-7 % slower and was removed).
+//     Where rows are back to back and OW = 2 mod 4 (every VALID 3x3 layer of an even map),
+//     the chunks run over the tile's flattened rows instead (flat chunks, compute_tile_flat),
+//     so every float4 lands aligned: 0.74-0.97x the time of the general path on the paper's
+//     NCHW K = 3 layers (H200; benchmarks/notes/single_channel.md, round 9).
 //   LAYOUT 1 (y_sc == 1, e.g. NHWC): lanes run along m; a thread's 8 filters are two runs of
 //     4 (g*4 and g*4 + MB/2) so that the lanes of one pixel store contiguous float4s.
 //   Any other strides are written with scalar stores (correct, slower).
@@ -108,7 +112,7 @@ struct SCArgs {
   int tiles32;               // ntiles < 2^31: tile decode by FastDiv
   int in_vec;                // input rows staged in 16-byte copies (launch: see stage_input)
   int w_vec;                 // filters staged in 16-byte copies (launch: see stage_filters)
-  int flat;                  // LAYOUT 0 chunks over the tile's flattened pixels (see launch)
+  int flat;                  // LAYOUT 0 chunks over the tile's flattened pixels (flat_chunks)
   int OWc, dsw;              // flat: output width, SW - OW (the next row's shift in the patch)
   int items_flat;            // flat: GM x RB x OW / 4
   FastDiv fd_cpr, fd_rb, fd_gm, fd_ncb, fd_nrb, fd_n, fd_ng;
@@ -351,7 +355,7 @@ __device__ __forceinline__ void compute_item_flat(const SCArgs& a, const float* 
 // map (last row band / column tile) are skipped.
 //   LAYOUT 0: c fastest, then r, then gl: lanes run along ow (16-byte stores per filter row).
 //   LAYOUT 1: gl fastest, then c, then r: lanes of one pixel hold consecutive filter groups.
-template <int KH_T, int KW_T, int LAYOUT, bool FLAT>
+template <int KH_T, int KW_T, int LAYOUT>
 __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
                                              const float* __restrict__ sin,
                                              const float* __restrict__ sw,
@@ -363,45 +367,6 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   const int KK = (KH_T > 0 && KW_T > 0) ? KH_T * KW_T : a.KH * a.KW;
   float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
               (long long)ow0 * p.y_sw;
-  if constexpr (FLAT && LAYOUT == 0 && KH_T > 0 && KW_T > 0) {
-    {  // chunks over the flattened rows: aligned 16-byte stores (flat_chunks)
-      const int nvalid = RBt * a.OWc;
-      for (int it = threadIdx.x; it < a.items_flat; it += blockDim.x) {
-        int q;
-        const int gl = int(a.fd_nq.divmod(uint32_t(it), &q));
-        const int p0 = 4 * q;
-        if (p0 >= nvalid) continue;
-        int c;
-        const int r = int(a.fd_ow.divmod(uint32_t(p0), &c));
-        const int split = a.OWc - c;
-        float acc[kTM][kTP];
-        const float* srow = sin + r * a.SW + c;
-        const float* swg = sw + gl * KK * kTM;
-        if (__any_sync(__activemask(), split < kTP))
-          compute_item_flat<KH_T, KW_T, true>(a, srow, split, swg, acc);
-        else
-          compute_item_flat<KH_T, KW_T, false>(a, srow, kTP, swg, acc);
-        const int nout = min(kTP, nvalid - p0);
-        float* yp = yt + p0;  // rows contiguous: (oh0 + r) * OW + c = oh0 * OW + p0
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int ml = gl * 4 + h * half + i;
-            if (m0g + ml >= p.M) continue;
-            float* ym = yp + (long long)ml * p.y_sc;
-            if (nout == kTP) {
-              st4(ym, acc[4 * h + i]);
-            } else {
-#pragma unroll
-              for (int j = 0; j < kTP; ++j)
-                if (j < nout) ym[j] = acc[4 * h + i][j];
-            }
-          }
-      }
-      return;
-    }
-  }
   for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
     int gl, r, c;
     if (LAYOUT == 0) {
@@ -482,6 +447,55 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   }
 }
 
+// The items of a tile in flat chunks (compute_item_flat; launch: flat_chunks): (gl, q) = filter
+// group, 4-pixel chunk of the tile's flattened rows, chunk fastest; chunks past the tile skipped.
+template <int KH_T, int KW_T>
+__device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCArgs& a,
+                                                  const Tile& t, const float* __restrict__ sin,
+                                                  const float* __restrict__ sw,
+                                                  float* __restrict__ y) {
+  const int oh0 = t.rb * a.RB, m0g = t.g * a.MB;
+  const int RBt = min(a.RB, int(p.OH) - oh0);
+  const int half = a.MB / 2;
+  constexpr int KK = KH_T * KW_T;
+  // rows back to back: output (oh0 + r, c) of filter m is yt[m * y_sc + r * OW + c]
+  float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh;
+  const int nvalid = RBt * a.OWc;
+  for (int it = threadIdx.x; it < a.items_flat; it += blockDim.x) {
+    int q;
+    const int gl = int(a.fd_nq.divmod(uint32_t(it), &q));
+    const int p0 = 4 * q;
+    if (p0 >= nvalid) continue;
+    int c;
+    const int r = int(a.fd_ow.divmod(uint32_t(p0), &c));
+    const int split = a.OWc - c;
+    float acc[kTM][kTP];
+    const float* srow = sin + r * a.SW + c;
+    const float* swg = sw + gl * KK * kTM;
+    if (__any_sync(__activemask(), split < kTP))
+      compute_item_flat<KH_T, KW_T, true>(a, srow, split, swg, acc);
+    else
+      compute_item_flat<KH_T, KW_T, false>(a, srow, kTP, swg, acc);
+    const int nout = min(kTP, nvalid - p0);
+    float* yp = yt + p0;  // rows contiguous: (oh0 + r) * OW + c = oh0 * OW + p0
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int ml = gl * 4 + h * half + i;
+        if (m0g + ml >= p.M) continue;
+        float* ym = yp + (long long)ml * p.y_sc;
+        if (nout == kTP) {
+          st4(ym, acc[4 * h + i]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kTP; ++j)
+            if (j < nout) ym[j] = acc[4 * h + i][j];
+        }
+      }
+  }
+}
+
 template <int KH_T, int KW_T, int LAYOUT, bool FLAT>
 __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
     single_channel_kernel(const ConvParams p, const SCArgs a, const float* __restrict__ x,
@@ -522,7 +536,10 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
       if (new_w) stage_filters(p, a, nxt.g, w, sw0 + (wc ^ 1) * a.w_floats);
       cp_async_commit();
     }
-    compute_tile<KH_T, KW_T, LAYOUT, FLAT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
+    if constexpr (FLAT)
+      compute_tile_flat<KH_T, KW_T>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
+    else
+      compute_tile<KH_T, KW_T, LAYOUT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     if (has_next) {
       cp_async_wait<0>();
       __syncthreads();
