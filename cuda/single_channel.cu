@@ -53,8 +53,9 @@
 //   Returns cudaErrorInvalidValue for C != 1, stride != 1, KH/KW < 1, KH*KW > 4096.
 
 // Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
-// one row. Templates on (KH, KW) in {1x1, 3x3, 5x5, 7x7} keep the tap loops unrolled and the
-// register arrays constant-indexed; any other kernel size uses the generic runtime-K path.
+// one row (TM = 4 where pick_tm says so: NHWC-like outputs with a 5x5 kernel). Templates on
+// (KH, KW) in {1x1, 3x3, 5x5, 7x7} keep the tap loops unrolled and the register arrays
+// constant-indexed; any other kernel size uses the generic runtime-K path.
 // Two thread-to-work orders, picked from the output strides:
 //   LAYOUT 0 (y_sw == 1, e.g. NCHW): lanes run along ow; each thread stores a 16-byte float4
 //     per filter (8-byte or scalar stores when a row start is not 16-byte aligned; a
@@ -83,7 +84,8 @@
 namespace fastconv {
 namespace {
 
-constexpr int kTM = 8;  // filters per thread
+constexpr int kTM = 8;  // filters per thread (the planner's unit: MB is a multiple of it)
+constexpr int kTM4 = 4;  // filters per thread of the 4-filter instances (see pick_tm)
 constexpr int kTP = 4;  // output columns per thread
 constexpr int kMaxThreads = 256;
 #ifndef SC_MIN_BLOCKS
@@ -106,7 +108,8 @@ struct SCArgs {
   int vec;                   // vector stores allowed for this layout
   int vec16;                 // every full 4-wide store of this launch is 16-byte aligned
   int KH, KW;
-  int GM;                    // MB / kTM: filter groups of a thread per tile
+  int tm;                    // filters per thread: kTM, or kTM4 (pick_tm)
+  int GM;                    // MB / tm: filter groups of a thread per tile
   int cpr;                   // column chunks (kTP wide) per tile row: ceil(CB / kTP)
   int items;                 // work items per tile: GM x RB x cpr (edge tiles skip some)
   int tiles32;               // ntiles < 2^31: tile decode by FastDiv
@@ -208,17 +211,19 @@ __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a
 // (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies. The
 // run decode divides by launch constants: two runtime divisions per element were 16% of the
 // instructions of small tiles (ncu, b32 28x28 M512 K5, H200).
+template <int TM>
 __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs& a, int g,
                                               const float* __restrict__ w, float* s) {
-  const int runs = a.GM * a.KH * a.KW * 2;
-  const int m0 = g * a.MB, half = a.MB / 2;
+  constexpr int kNH = TM / 4;  // runs of 4 consecutive filters per thread
+  const int runs = a.GM * a.KH * a.KW * kNH;
+  const int m0 = g * a.MB, half = a.MB / kNH;
   for (int e = threadIdx.x; e < runs; e += blockDim.x) {
-    const int t = e >> 1, h = e & 1;  // t = gl * KK + tap
+    const int t = e / kNH, h = e % kNH;  // t = gl * KK + tap
     int k, kw;
     const int gl = int(a.fd_kk.divmod(uint32_t(t), &k));
     const int kh = int(a.fd_kw.divmod(uint32_t(k), &kw));
     const int m = m0 + gl * 4 + h * half;  // a multiple of 4
-    float* dst = s + t * kTM + 4 * h;
+    float* dst = s + t * TM + 4 * h;
     const float* src = w + m * p.w_so + kh * p.w_sh + kw * p.w_sw;
     if (a.w_vec && m + 4 <= p.M) {
       cp_async16(dst, src, true);
@@ -242,10 +247,11 @@ __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
       "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]));
 }
 
-// This thread's kTM filter weights of one tap: two float4 reads.
-__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[kTM]) {
+// This thread's TM filter weights of one tap: TM / 4 float4 reads.
+template <int TM>
+__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[TM]) {
 #pragma unroll
-  for (int q = 0; q < kTM / 4; ++q) {
+  for (int q = 0; q < TM / 4; ++q) {
     const float4 f = *reinterpret_cast<const float4*>(wtap + 4 * q);
     wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
   }
@@ -253,12 +259,12 @@ __device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[kTM]
 
 // acc[i][j] = sum over taps of filter i (this thread's 8) x input column j (its 4): srow is
 // the thread's first input in the patch, swg its filter group's [tap][8] weights.
-template <int KH_T, int KW_T>
+template <int KH_T, int KW_T, int TM>
 __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __restrict__ srow,
                                              const float* __restrict__ swg,
-                                             float (&acc)[kTM][kTP]) {
+                                             float (&acc)[TM][kTP]) {
 #pragma unroll
-  for (int i = 0; i < kTM; ++i)
+  for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < kTP; ++j) acc[i][j] = 0.f;
 
@@ -275,10 +281,10 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
       }
 #pragma unroll
       for (int kw = 0; kw < KW_T; ++kw) {
-        float wv[kTM];
-        load_weights(swg + (kh * KW_T + kw) * kTM, wv);
+        float wv[TM];
+        load_weights<TM>(swg + (kh * KW_T + kw) * TM, wv);
 #pragma unroll
-        for (int i = 0; i < kTM; ++i)
+        for (int i = 0; i < TM; ++i)
 #pragma unroll
           for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], v[j + kw], acc[i][j]);
       }
@@ -293,10 +299,10 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
         float v[kTP];
 #pragma unroll
         for (int j = 0; j < kTP; ++j) v[j] = sp[j];
-        float wv[kTM];
-        load_weights(swg + (kh * KW + kw) * kTM, wv);
+        float wv[TM];
+        load_weights<TM>(swg + (kh * KW + kw) * TM, wv);
 #pragma unroll
-        for (int i = 0; i < kTM; ++i)
+        for (int i = 0; i < TM; ++i)
 #pragma unroll
           for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
       }
@@ -338,7 +344,7 @@ __device__ __forceinline__ void compute_item_flat(const SCArgs& a, const float* 
 #pragma unroll
     for (int kw = 0; kw < KW_T; ++kw) {
       float wv[kTM];
-      load_weights(swg + (kh * KW_T + kw) * kTM, wv);
+      load_weights<kTM>(swg + (kh * KW_T + kw) * kTM, wv);
       float xv[kTP];
 #pragma unroll
       for (int j = 0; j < kTP; ++j) xv[j] = (WRAP && j >= split) ? u[j + kw] : v[j + kw];
@@ -355,7 +361,7 @@ __device__ __forceinline__ void compute_item_flat(const SCArgs& a, const float* 
 // map (last row band / column tile) are skipped.
 //   LAYOUT 0: c fastest, then r, then gl: lanes run along ow (16-byte stores per filter row).
 //   LAYOUT 1: gl fastest, then c, then r: lanes of one pixel hold consecutive filter groups.
-template <int KH_T, int KW_T, int LAYOUT>
+template <int KH_T, int KW_T, int LAYOUT, int TM>
 __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
                                              const float* __restrict__ sin,
                                              const float* __restrict__ sw,
@@ -363,7 +369,8 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   const int oh0 = t.rb * a.RB, ow0 = t.cb * a.CB, m0g = t.g * a.MB;
   const int RBt = min(a.RB, int(p.OH) - oh0);
   const int CBt = min(a.CB, int(p.OW) - ow0);
-  const int half = a.MB / 2;  // multiple of 4
+  constexpr int kNH = TM / 4;  // runs of 4 consecutive filters per thread
+  const int half = a.MB / kNH;  // multiple of 4
   const int KK = (KH_T > 0 && KW_T > 0) ? KH_T * KW_T : a.KH * a.KW;
   float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
               (long long)ow0 * p.y_sw;
@@ -376,17 +383,17 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
     }
     const int crem = CBt - c * kTP;  // columns left in this tile row
     if (r >= RBt || crem <= 0) continue;
-    float acc[kTM][kTP];
+    float acc[TM][kTP];
     // thread's filters: local m = gl*4 + h*half + (0..3), h = 0, 1 (acc rows 4h..4h+3), so
     // that in LAYOUT 1 the lanes of one pixel write contiguous 16-byte pieces (full sectors).
-    compute_item<KH_T, KW_T>(a, sin + r * a.SW + c * kTP, sw + gl * KK * kTM, acc);
+    compute_item<KH_T, KW_T, TM>(a, sin + r * a.SW + c * kTP, sw + gl * KK * TM, acc);
 
     float* yrc = yt + (long long)r * p.y_sh + (long long)(c * kTP) * p.y_sw;
-    const int mrem1 = int(p.M) - (m0g + gl * 4 + half);  // filters left from the second run
+    const int mrem1 = int(p.M) - (m0g + gl * 4 + (kNH - 1) * half);  // filters left from the last run
     if (a.vec16 && mrem1 >= 4 && crem >= kTP) {
       // interior item, aligned layout: 8 unconditional 16-byte stores
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kNH; ++h) {
         float* yb = yrc + (long long)(gl * 4 + h * half) * p.y_sc;
         if (LAYOUT == 0) {
 #pragma unroll
@@ -402,7 +409,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
       continue;
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kNH; ++h) {
       const int mlh = gl * 4 + h * half;         // first local filter of this half
       const int mrem = int(p.M) - (m0g + mlh);   // filters left in the problem
       float* yb = yrc + (long long)mlh * p.y_sc;
@@ -456,7 +463,8 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
                                                   float* __restrict__ y) {
   const int oh0 = t.rb * a.RB, m0g = t.g * a.MB;
   const int RBt = min(a.RB, int(p.OH) - oh0);
-  const int half = a.MB / 2;
+  constexpr int kNH = kTM / 4;
+  const int half = a.MB / kNH;
   constexpr int KK = KH_T * KW_T;
   // rows back to back: output (oh0 + r, c) of filter m is yt[m * y_sc + r * OW + c]
   float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh;
@@ -479,7 +487,7 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
     const int nout = min(kTP, nvalid - p0);
     float* yp = yt + p0;  // rows contiguous: (oh0 + r) * OW + c = oh0 * OW + p0
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < kNH; ++h)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int ml = gl * 4 + h * half + i;
@@ -496,8 +504,8 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
   }
 }
 
-template <int KH_T, int KW_T, int LAYOUT, bool FLAT>
-__global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT, int TM>
+__global__ void __launch_bounds__(kMaxThreads, TM == kTM4 ? 3 : SC_MIN_BLOCKS)
     single_channel_kernel(const ConvParams p, const SCArgs a, const float* __restrict__ x,
                           const float* __restrict__ w, float* __restrict__ y) {
   extern __shared__ float4 smem4[];
@@ -518,7 +526,7 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
 
   Tile cur = decode(a, t0);
   stage_input(p, a, cur, x, sin0);
-  stage_filters(p, a, cur.g, w, sw0);
+  stage_filters<TM>(p, a, cur.g, w, sw0);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -533,13 +541,13 @@ __global__ void __launch_bounds__(kMaxThreads, SC_MIN_BLOCKS)
       new_in = nxt.n != cur.n || nxt.rb != cur.rb || nxt.cb != cur.cb;
       new_w = nxt.g != cur.g;
       if (new_in) stage_input(p, a, nxt, x, sin0 + (ic ^ 1) * a.in_floats);
-      if (new_w) stage_filters(p, a, nxt.g, w, sw0 + (wc ^ 1) * a.w_floats);
+      if (new_w) stage_filters<TM>(p, a, nxt.g, w, sw0 + (wc ^ 1) * a.w_floats);
       cp_async_commit();
     }
     if constexpr (FLAT)
       compute_tile_flat<KH_T, KW_T>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     else
-      compute_tile<KH_T, KW_T, LAYOUT>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
+      compute_tile<KH_T, KW_T, LAYOUT, TM>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     if (has_next) {
       cp_async_wait<0>();
       __syncthreads();
@@ -591,9 +599,10 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->prefetch = int(prefetch);
   a->KH = int(p.KH);
   a->KW = int(p.KW);
+  a->tm = kTM;
   a->GM = int(MB / kTM);
   a->cpr = int(cdiv(CB, kTP));
-  a->items = int(RB * a->cpr * a->GM);  // <= 64 x 3072 x 16 (CB <= the 48 KB input buffer)
+  a->items = int(RB * a->cpr * a->GM);  // <= 64 x 3072 x 32 (CB <= the 48 KB input buffer)
   a->tiles32 = a->ntiles < (1LL << 31);
   a->fd_cpr = FastDiv(uint32_t(a->cpr));
   a->fd_rb = FastDiv(uint32_t(RB));
@@ -698,6 +707,17 @@ cudaError_t resolve_defensive(const ConvParams& p, const DeviceInfo& dev, Resolv
   return cudaSuccess;
 }
 
+// Filters per thread: 4 (kTM4; __launch_bounds__(256, 3), 80 registers, 3 blocks of 256 per
+// SM) instead of 8 (112 registers, 2 blocks) where that measured faster on the H200: filters
+// contiguous in the output (LAYOUT 1, e.g. NHWC) with a 5x5 kernel, whose compute phases
+// were short of eligible warps (ncu, b32 28x28 M512: 41% of cycles with none). H200 driver,
+// planned launches: every batch-32 NHWC K5 paper layer 0.90-0.96x the time (224x224
+// 143.6 -> 135.7 us), batch 1 0.95-1.04x; the NCHW (LAYOUT 0) and K = 3 layers were mixed
+// or slower with it (benchmarks/notes/single_channel.md, round 9).
+int pick_tm(const ConvParams& p, int layout, int vec) {
+  return (layout == 1 && vec && p.KH == 5 && p.KW == 5) ? kTM4 : kTM;
+}
+
 cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   cudaError_t e = cudaSuccess;
   if (!resolve_exact(p, dev, r)) {
@@ -710,6 +730,10 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   if (p.y_sw == 1 && !(p.y_sc == 1 && p.OW < 4)) { r->layout = 0; a.vec = 1; }
   else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
   else { r->layout = 0; a.vec = 0; }
+  a.tm = pick_tm(p, r->layout, a.vec);
+  a.GM = a.MB / a.tm;
+  a.fd_gm = FastDiv(uint32_t(a.GM));
+  a.items = a.RB * a.cpr * a.GM;
   return cudaSuccess;
 }
 
@@ -753,10 +777,10 @@ cudaError_t check_params(const ConvParams& p) {
   return cudaSuccess;
 }
 
-template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false>
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false, int TM = kTM>
 cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                      const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT>;
+  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT, TM>;
   cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             int(r.smem));
@@ -783,7 +807,11 @@ cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo&
                        const float* x, const float* w, float* y, cudaStream_t s) {
   if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, dev, x, w, y, s);
   if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, dev, x, w, y, s);
-  if (p.KH == 5 && p.KW == 5) return launch_t<5, 5, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 5 && p.KW == 5) {
+    if constexpr (LAYOUT == 1)
+      if (r.a.tm == kTM4) return launch_t<5, 5, 1, false, kTM4>(p, r, dev, x, w, y, s);
+    return launch_t<5, 5, LAYOUT>(p, r, dev, x, w, y, s);
+  }
   if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, dev, x, w, y, s);
   return launch_t<0, 0, LAYOUT>(p, r, dev, x, w, y, s);
 }
