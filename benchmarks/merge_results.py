@@ -8,10 +8,13 @@ Every case keeps its own numbers; the summary is recomputed; `meta.merged_from` 
 source file with its date, commit, R mode and ceilings, so nothing is hidden.
 
     python3 benchmarks/merge_results.py OUT_BASE FILE.json [FILE.json ...]
+
+Inputs may be gzipped (FILE.json.gz: the committed results except the newest are stored so).
 """
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -36,7 +39,8 @@ def _set_members() -> dict:
 
 
 def merge(paths: list[str]) -> dict:
-    results = [json.loads(Path(p).read_text()) for p in paths]
+    results = [json.loads(gzip.decompress(Path(p).read_bytes()) if str(p).endswith(".gz")
+                          else Path(p).read_text()) for p in paths]
     members = _set_members()
     cases: dict[tuple, dict] = {}
     for path, r in zip(paths, results):
