@@ -53,7 +53,7 @@
 //   Returns cudaErrorInvalidValue for C != 1, stride != 1, KH/KW < 1, KH*KW > 4096.
 
 // Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
-// one row (TM = 4 where pick_tm says so: NHWC-like outputs with a 5x5 kernel). Templates on
+// one row (TM = 4 where pick_tm says so: NHWC-like outputs, 5x5 or small 3x3). Templates on
 // (KH, KW) in {1x1, 3x3, 5x5, 7x7} keep the tap loops unrolled and the register arrays
 // constant-indexed; any other kernel size uses the generic runtime-K path.
 // Two thread-to-work orders, picked from the output strides:
@@ -707,15 +707,20 @@ cudaError_t resolve_defensive(const ConvParams& p, const DeviceInfo& dev, Resolv
   return cudaSuccess;
 }
 
-// Filters per thread: 4 (kTM4; __launch_bounds__(256, 3), 80 registers, 3 blocks of 256 per
-// SM) instead of 8 (112 registers, 2 blocks) where that measured faster on the H200: filters
-// contiguous in the output (LAYOUT 1, e.g. NHWC) with a 5x5 kernel, whose compute phases
-// were short of eligible warps (ncu, b32 28x28 M512: 41% of cycles with none). H200 driver,
-// planned launches: every batch-32 NHWC K5 paper layer 0.90-0.96x the time (224x224
-// 143.6 -> 135.7 us), batch 1 0.95-1.04x; the NCHW (LAYOUT 0) and K = 3 layers were mixed
-// or slower with it (benchmarks/notes/single_channel.md, round 9).
+// Filters per thread: 4 (kTM4; __launch_bounds__(256, 3), 78-80 registers, 3 blocks of 256
+// per SM) instead of 8 (106-112 registers, 2 blocks) where that measured faster on the H200,
+// all with filters contiguous in the output (LAYOUT 1, e.g. NHWC), where a warp's float4s then
+// also cover whole 128-byte lines of a pixel: a 5x5 kernel, whose compute phases were short of
+// eligible warps (ncu, b32 28x28 M512: 41% of cycles with none; batch-32 paper layers
+// 0.90-0.96x the time, batch 1 0.95-1.04x), and a 3x3 kernel on outputs under 2^24 elements
+// (b32 28x28 M512 0.83x, b1 56x56-224x224 0.95-0.97x; from 24M elements up 1.00-1.05x, so
+// not there). The NCHW (LAYOUT 0) layers were mixed or slower with it
+// (benchmarks/notes/single_channel.md, round 9).
 int pick_tm(const ConvParams& p, int layout, int vec) {
-  return (layout == 1 && vec && p.KH == 5 && p.KW == 5) ? kTM4 : kTM;
+  if (layout != 1 || !vec) return kTM;
+  if (p.KH == 5 && p.KW == 5) return kTM4;
+  if (p.KH == 3 && p.KW == 3 && p.N * p.OH * p.OW * p.M < (1LL << 24)) return kTM4;
+  return kTM;
 }
 
 cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
@@ -806,7 +811,11 @@ template <int LAYOUT>
 cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                        const float* x, const float* w, float* y, cudaStream_t s) {
   if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, dev, x, w, y, s);
-  if (p.KH == 3 && p.KW == 3) return launch_t<3, 3, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 3 && p.KW == 3) {
+    if constexpr (LAYOUT == 1)
+      if (r.a.tm == kTM4) return launch_t<3, 3, 1, false, kTM4>(p, r, dev, x, w, y, s);
+    return launch_t<3, 3, LAYOUT>(p, r, dev, x, w, y, s);
+  }
   if (p.KH == 5 && p.KW == 5) {
     if constexpr (LAYOUT == 1)
       if (r.a.tm == kTM4) return launch_t<5, 5, 1, false, kTM4>(p, r, dev, x, w, y, s);
