@@ -67,8 +67,8 @@ from .planner import _cdiv, _reserved_shared
 
 # ---------------------------------------------------------------- the kernel's facts
 TM = 8                 # filters per thread (register tile rows); MB is a multiple of it. The
-                       # kernel runs 4 per thread (pick_tm) for NHWC-like 5x5 layers: the
-                       # same plan, each planned item split in two
+                       # kernel runs 4 per thread (pick_tm) for NHWC-like 5x5 layers and 3x3
+                       # ones under 2^24 outputs: the same plan, each planned item split in two
 TP = 4                 # output columns per thread
 MB_MAX = 128           # filters per tile
 RB_MAX = 64            # output rows per tile
