@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import _ffi, autotune, hardware as hw_mod, planner
+from . import _ffi, autotune, hardware as hw_mod, plan_single_channel, planner
 from .primitive import conv_p
 from .spec import ConvSpec, normalize
 
@@ -29,7 +29,7 @@ class Explanation:
     reason: str            # why this path
     spec: ConvSpec
     plan: Any              # planner.Plan (the plan for the target device; None if not planned)
-    measured: Any = None   # autotune.Choice when the path was chosen by timing both
+    measured: Any = None   # autotune.Choice / PlanChoice when chosen by timing
 
     def __str__(self) -> str:
         lines = [f"path: {self.path}", f"reason: {self.reason}", f"conv: {self.spec.describe()}"]
@@ -106,6 +106,13 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
                                f"{choice.describe()} (set {autotune.ENV}=0 to force the "
                                f"kernel)", spec, plan, choice)
         return Explanation("fastconv-cuda", plan.reason, spec, plan, choice)
+    if hardware is None and autotune.enabled() and autotune.worth_measuring_plans(spec, plan):
+        # Launch variants of the single-channel kernel that no rule separates from the planned
+        # one: the first trace of a shape times them (autotune.choose_plan).
+        candidates = plan_single_channel.candidate_plans(spec, hw, plan)
+        if len(candidates) > 1:
+            choice = autotune.choose_plan(spec, candidates)
+            return Explanation("fastconv-cuda", choice.plan.reason, spec, choice.plan, choice)
     return Explanation("fastconv-cuda", plan.reason, spec, plan)
 
 

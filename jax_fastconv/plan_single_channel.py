@@ -365,6 +365,55 @@ def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
     return dict(division=2, MB=MB, RB=RB, mode="volume", P=1, Q=_cdiv(M, MB)), why
 
 
+# ---------------------------------------------------------------- measured alternatives
+# Plan variants that beat the planned launch on some paper layers in the H200 sweeps
+# (benchmarks/notes/single_channel.md, rounds 5, 6 and 9) and that no rule separates from it:
+# the autotuner (autotune.choose_plan) times them beside the planned plan on the device.
+VARIANTS = (
+    # (division, MB or None = the plan's, RB or None = the plan's, prefetch, threads, why)
+    (2, None, 4, 0, 128, "RB 4, 128 threads"),                    # large maps (b1 1024^2)
+    (1, 64, None, 1, 256, "division 1, prefetch, MB 64"),          # NHWC small maps (b32 28^2)
+    (2, 128, 8, 0, 128, "MB 128, RB 8, 128 threads"),              # NCHW small maps (b32 28^2)
+)
+
+
+def _with_attrs(spec, plan, attrs, why):
+    """`plan` re-described for another launch of the same kernel (the quantities explain()
+    shows follow the new launch)."""
+    import dataclasses
+    d = spec.dims
+    _, division, P, Q, MB, RB, prefetch, T = attrs
+    CB = column_tile(RB, d["KH"], d["KW"], d["OW"])
+    tiles = d["N"] * _cdiv(d["OH"], RB) * _cdiv(d["OW"], CB) * _cdiv(d["M"], MB)
+    new = {"division": division, "mode": "prefetch" if prefetch else "volume", "P": P, "Q": Q,
+           "filters_per_block": MB, "rows_per_block": RB, "filters_per_piece": MB,
+           "rows_per_piece": RB, "threads_per_block": T, "column_tile": CB, "tiles": tiles,
+           "shared_bytes_per_block": shared_bytes(RB, MB, d["KH"], d["KW"], d["OW"], prefetch),
+           "rule": f"measured variant ({why})"}
+    q = tuple((k, new.get(k, v)) for k, v in plan.quantities)
+    return dataclasses.replace(plan, kernel_attrs=tuple(int(a) for a in attrs), quantities=q,
+                               reason=f"{plan.reason}; measured on this device: {why}")
+
+
+def candidate_plans(spec, hw, plan) -> list:
+    """The planned single-channel plan first, then the valid, distinct VARIANTS of it."""
+    if plan.method != "single_channel":
+        return [plan]
+    d = spec.dims
+    OH, M = d["OH"], d["M"]
+    _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
+    out = [plan]
+    for division, mb, rb, prefetch, T, why in VARIANTS:
+        MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
+        RB = max(1, min(rb if rb is not None else RB0, OH, RB_MAX))
+        P, Q = (_cdiv(OH, RB), 1) if division == 1 else (1, _cdiv(M, MB))
+        attrs = (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch, T)
+        if any(p.kernel_attrs == attrs for p in out) or valid_attrs(spec, attrs, hw):
+            continue
+        out.append(_with_attrs(spec, plan, attrs, why))
+    return out
+
+
 def plan_for(spec, hw):
     """This module's plan for a C = 1, stride-1 spec (what make_plan returns once wired)."""
     from .planner import latency_model

@@ -190,3 +190,120 @@ def test_worth_measuring_thresholds():
     small = normalize((1, 32, 32, 64), (3, 3, 64, 128), (1, 1), "SAME", None, None, DN)
     assert small.flops < autotune.MIN_FLOPS and not autotune.worth_measuring(small, mc)
     del plan
+
+
+# -- the measured choice among launches of the single-channel kernel (autotune.choose_plan) --
+
+from jax_fastconv import plan_single_channel as ps  # noqa: E402
+from jax_fastconv.hardware import PRESETS  # noqa: E402
+from jax_fastconv.spec import spec_from_logical  # noqa: E402
+
+SC_SHAPES = [(N, H, M, K, lay) for N in (1, 32) for H, M in ((28, 512), (112, 128), (1024, 32))
+             for K in (1, 3, 5) for lay in ("NHWC", "NCHW")] + [(3, 37, 70, 7, "NCHW"),
+                                                                (5, 19, 9, 2, "NHWC")]
+
+
+@pytest.mark.parametrize("N,H,M,K,lay", SC_SHAPES)
+@pytest.mark.parametrize("hw_name", ["h200", "h100"])
+def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
+    hw = PRESETS[hw_name]
+    spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
+    plan = planner.make_plan(spec, hw)
+    cands = ps.candidate_plans(spec, hw, plan)
+    assert cands[0] is plan and len(cands) >= 2
+    attrs = [c.kernel_attrs for c in cands]
+    assert len(set(attrs)) == len(attrs)
+    for c in cands:
+        assert c.method == "single_channel" and ps.valid_attrs(spec, c.kernel_attrs, hw) == []
+        _, division, P, Q, MB, RB, prefetch, T = c.kernel_attrs
+        assert (c["division"], c["filters_per_block"], c["rows_per_block"],
+                c["threads_per_block"]) == (division, MB, RB, T)
+        assert c["mode"] == ("prefetch" if prefetch else "volume")
+        assert c["tiles"] == ps.launch_of(spec, c)["tiles"]
+
+
+def test_candidate_plans_leave_other_methods_alone():
+    spec = _spec(c=64, h=32, m=64)
+    plan = planner.make_plan(spec, PRESETS["h200"])
+    assert plan.method == "multi_channel"
+    assert ps.candidate_plans(spec, PRESETS["h200"], plan) == [plan]
+
+
+def _sc_candidates(H=224, M=64, K=5, N=32, lay="NHWC"):
+    spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
+    return spec, ps.candidate_plans(spec, PRESETS["h200"], planner.make_plan(spec, PRESETS["h200"]))
+
+
+@pytest.mark.parametrize("speedup,switches", [(0.90, True), (0.985, False), (1.10, False)])
+def test_choose_plan_switches_only_beyond_the_tie(cache, monkeypatch, speedup, switches):
+    spec, cands = _sc_candidates()
+    calls = []
+
+    def fake(spec_, plans, **kw):
+        calls.append(len(plans))
+        times = {tuple(p.kernel_attrs): 100.0 for p in plans}
+        times[tuple(plans[-1].kernel_attrs)] = 100.0 * speedup
+        return times, 8
+
+    monkeypatch.setattr(autotune, "measure_plans", fake)
+    choice = autotune.choose_plan(spec, cands)
+    assert choice.plan is (cands[-1] if switches else cands[0])
+    assert choice.kernel_us == pytest.approx(100.0 * speedup if switches else 100.0)
+    assert choice.use_kernel and choice.lax_us is None and choice.R == 8
+    assert f"measured {len(cands)} single-channel plans" in choice.describe()
+    assert autotune.choose_plan(spec, cands) == choice and calls == [len(cands)]   # memory
+    autotune.clear_memory()
+    again = autotune.choose_plan(spec, cands)                                       # disk
+    assert again.plan is choice.plan and again.plan_us == choice.plan_us and len(calls) == 1
+
+
+def test_choose_plan_failure_keeps_the_planned_plan(cache, monkeypatch):
+    def boom(spec, plans, **kw):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(autotune, "measure_plans", boom)
+    spec, cands = _sc_candidates()
+    choice = autotune.choose_plan(spec, cands)
+    assert choice.plan is cands[0] and "out of memory" in choice.note
+    assert "not measured" in choice.describe()
+    assert not list(cache.glob("autotune-*.json"))
+
+
+def test_worth_measuring_plans_region(monkeypatch):
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    big, cands = _sc_candidates()
+    assert big.min_bytes >= autotune.PLAN_MIN_BYTES and autotune.worth_measuring_plans(big, cands[0])
+    small, scands = _sc_candidates(H=56, M=32, N=1)
+    assert small.min_bytes < autotune.PLAN_MIN_BYTES
+    assert not autotune.worth_measuring_plans(small, scands[0])
+    mc = type("P", (), {"method": "multi_channel"})()
+    assert not autotune.worth_measuring_plans(big, mc)
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: False)
+    assert not autotune.worth_measuring_plans(big, cands[0])
+
+
+@needs_cpu_module
+def test_plan_choice_reaches_explain_and_the_primitive(gpu_route, monkeypatch):
+    """On the GPU route a large single-channel layer runs the measured plan: explain() shows
+    it and the timing, and the primitive carries it (no GPU: the choice is a stand-in)."""
+    gpu_route(autotune.Choice(True, 1.0, 2.0, 16))       # the lax-vs-kernel choice: not asked
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    picked = []
+
+    def fake_choose_plan(spec, plans):
+        picked.append(plans)
+        return autotune.PlanChoice(plans[-1], tuple((p.kernel_attrs, 10.0 + i)
+                                                    for i, p in enumerate(plans)), 4)
+
+    monkeypatch.setattr(autotune, "choose_plan", fake_choose_plan)
+    lhs, rhs, dn = (32, 224, 224, 1), (5, 5, 1, 64), DN
+    e = fc.explain(lhs, rhs, (1, 1), "VALID", dimension_numbers=dn)
+    assert e.path == "fastconv-cuda" and picked and e.plan is picked[0][-1]
+    assert e.plan.kernel_attrs != picked[0][0].kernel_attrs
+    assert "measured on this device" in e.reason and "single-channel plans" in str(e)
+    jaxpr = str(jax.make_jaxpr(lambda x, w: fc.conv_general_dilated(
+        x, w, (1, 1), "VALID", dimension_numbers=dn))(
+        np.zeros(lhs, np.float32), np.zeros(rhs, np.float32)))
+    assert "fastconv_conv2d" in jaxpr
+    assert f"kernel_attrs={e.plan.kernel_attrs}" in jaxpr          # the measured launch
+    assert f"kernel_attrs={picked[0][0].kernel_attrs}" not in jaxpr

@@ -267,6 +267,29 @@ def test_autotune_on_gpu(monkeypatch, tmp_path, lhs_shape, rhs_shape, dn):
     autotune.clear_memory()
 
 
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dn", [
+    ((32, 28, 28, 1), (3, 3, 1, 512), ("NHWC", "HWIO", "NHWC")),
+    ((1, 1, 1024, 1024), (32, 1, 5, 5), ("NCHW", "OIHW", "NCHW"))])
+def test_choose_plan_on_gpu(monkeypatch, tmp_path, lhs_shape, rhs_shape, dn):
+    """Large single-channel layers: the first trace times the planned launch and its variants
+    (autotune.choose_plan), runs the chosen one correctly and caches the choice."""
+    monkeypatch.setenv(autotune.ENV, "1")
+    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
+    autotune.clear_memory()
+    rng = np.random.default_rng(11)
+    x, w = randn(rng, lhs_shape), randn(rng, rhs_shape)
+    f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "VALID", dimension_numbers=dn)
+    e = fc.explain(x, w, (1, 1), "VALID", dimension_numbers=dn)
+    c = e.measured
+    assert e.path == "fastconv-cuda" and isinstance(c, autotune.PlanChoice), str(e)
+    assert len(c.plan_us) >= 2 and all(us > 0 for _, us in c.plan_us), c.describe()
+    assert e.plan.kernel_attrs in [tuple(a) for a, _ in c.plan_us] and c.kernel_us > 0
+    assert_close(jax.jit(f)(x, w), ref_conv(x, w, (1, 1), "VALID", dimension_numbers=dn),
+                 what=c.describe())
+    assert list(tmp_path.glob("autotune-*.json")), "the choice is cached on disk"
+    autotune.clear_memory()
+
+
 def test_autotune_skips_layers_lax_cannot_win(monkeypatch, tmp_path):
     monkeypatch.setenv(autotune.ENV, "1")
     monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
