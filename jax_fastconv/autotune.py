@@ -211,18 +211,6 @@ def choose(spec, plan) -> Choice:
 # -- the measured choice among launches of the single-channel kernel ---------------------------
 
 PLAN_MIN_BYTES = 32 << 20
-PLAN_BUDGET_BYTES = 4 << 30   # R up to MAX_R even for 100 MB layers: the call's fixed host cost
-                              # (~0.9 ms) then weighs less against the kernels being compared
-
-
-def _plan_budget_bytes() -> int:
-    """PLAN_BUDGET_BYTES, at most an eighth of the device's memory where JAX reports it."""
-    import jax
-    try:
-        limit = (jax.devices()[0].memory_stats() or {}).get("bytes_limit")
-    except Exception:  # noqa: BLE001 - not every backend reports memory
-        limit = None
-    return min(PLAN_BUDGET_BYTES, limit // 8) if limit else BUDGET_BYTES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,12 +252,12 @@ def worth_measuring_plans(spec, plan) -> bool:
 
 
 def measure_plans(spec, plans, *, rounds: int = ROUNDS, warmup: int = WARMUP,
-                  budget_bytes: int | None = None) -> tuple[dict[tuple, float], int]:
+                  budget_bytes: int = BUDGET_BYTES) -> tuple[dict[tuple, float], int]:
     """Per-call microseconds (fastest round) of the kernel under each plan, on the same R
     distinct random inputs, rounds interleaved; and R."""
     from .primitive import conv_p
 
-    xs, ws, R = _random_inputs(spec, _plan_budget_bytes() if budget_bytes is None else budget_bytes)
+    xs, ws, R = _random_inputs(spec, budget_bytes)
 
     def kernel(plan):
         return lambda x, w: conv_p.bind(x, w, spec=spec, plan=plan, precision=None)
