@@ -257,8 +257,8 @@ __device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[TM])
   }
 }
 
-// acc[i][j] = sum over taps of filter i (this thread's 8) x input column j (its 4): srow is
-// the thread's first input in the patch, swg its filter group's [tap][8] weights.
+// acc[i][j] = sum over taps of filter i (this thread's TM) x input column j (its 4): srow is
+// the thread's first input in the patch, swg its filter group's [tap][TM] weights.
 template <int KH_T, int KW_T, int TM>
 __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __restrict__ srow,
                                              const float* __restrict__ swg,
@@ -384,14 +384,14 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
     const int crem = CBt - c * kTP;  // columns left in this tile row
     if (r >= RBt || crem <= 0) continue;
     float acc[TM][kTP];
-    // thread's filters: local m = gl*4 + h*half + (0..3), h = 0, 1 (acc rows 4h..4h+3), so
+    // thread's filters: local m = gl*4 + h*half + (0..3), h < TM / 4 (acc rows 4h..4h+3), so
     // that in LAYOUT 1 the lanes of one pixel write contiguous 16-byte pieces (full sectors).
     compute_item<KH_T, KW_T, TM>(a, sin + r * a.SW + c * kTP, sw + gl * KK * TM, acc);
 
     float* yrc = yt + (long long)r * p.y_sh + (long long)(c * kTP) * p.y_sw;
     const int mrem1 = int(p.M) - (m0g + gl * 4 + (kNH - 1) * half);  // filters left from the last run
     if (a.vec16 && mrem1 >= 4 && crem >= kTP) {
-      // interior item, aligned layout: 8 unconditional 16-byte stores
+      // interior item, aligned layout: TM unconditional 16-byte stores
 #pragma unroll
       for (int h = 0; h < kNH; ++h) {
         float* yb = yrc + (long long)(gl * 4 + h * half) * p.y_sc;
@@ -760,7 +760,7 @@ void staging_vectors(const ConvParams& p, const float* x, const float* w, SCArgs
   a->w_vec = aligned16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0;
 }
 
-// Flat chunks (compute_tile) where rows of OW = 2 mod 4 outputs would otherwise make every
+// Flat chunks (compute_tile_flat) where rows of OW = 2 mod 4 outputs would otherwise make every
 // other row's stores 8-byte aligned (the general path ran these NCHW layers at ~half the speed
 // of the same stores into aligned rows): LAYOUT 0 with rows back to back (y_sh == OW), whole
 // rows per tile, tiles of a multiple of 4 pixels (RB x OW), 16-byte aligned planes, a
