@@ -185,27 +185,34 @@ def measure(spec, plan, *, rounds: int = ROUNDS, warmup: int = WARMUP,
     return Choice(l_us >= k_us * (1.0 - TIE), k_us, l_us, R)
 
 
-def choose(spec, plan) -> Choice:
-    """The measured choice for this convolution on the default device (cached)."""
+def _cached(key: str, decode, measure_fn, failed, encode):
+    """The choice for `key` on the default device: from this process, else from the disk
+    cache (decode(stored) -> choice, or None), else measure_fn(), stored as encode(choice); a
+    failed measurement gives failed(message) and is not stored."""
     import jax
     device_kind = getattr(jax.devices()[0], "device_kind", "device")
-    key = cache_key(spec, plan)
     with _lock:
         hit = _memory.get((device_kind, key))
         if hit is not None:
             return hit
         path = cache_path(device_kind)
-        choice = _from_dict(_load(path).get(key)) if path.exists() else None
+        choice = decode(_load(path).get(key)) if path.exists() else None
         if choice is None:
             try:
-                choice = measure(spec, plan)
+                choice = measure_fn()
             except Exception as e:  # noqa: BLE001 - never fail the user's call over timing
-                choice = Choice(True, None, None, 0, f"measurement failed: {type(e).__name__}: "
-                                f"{str(e)[:200]}; the kernel is used")
+                choice = failed(f"measurement failed: {type(e).__name__}: {str(e)[:200]}")
             else:
-                _store(path, key, dataclasses.asdict(choice))
+                _store(path, key, encode(choice))
         _memory[(device_kind, key)] = choice
         return choice
+
+
+def choose(spec, plan) -> Choice:
+    """The measured choice for this convolution on the default device (cached)."""
+    return _cached(cache_key(spec, plan), _from_dict, lambda: measure(spec, plan),
+                   lambda msg: Choice(True, None, None, 0, f"{msg}; the kernel is used"),
+                   dataclasses.asdict)
 
 
 # -- the measured choice among launches of the single-channel kernel ---------------------------
@@ -230,6 +237,11 @@ class PlanChoice:
             if tuple(attrs) == tuple(self.plan.kernel_attrs):
                 return us
         return None
+
+    def record(self) -> dict:
+        """What the disk cache (and the benchmark's row) keeps of it."""
+        return {"chosen": list(self.plan.kernel_attrs), "R": self.R,
+                "plan_us": [[list(a), us] for a, us in self.plan_us]}
 
     def describe(self) -> str:
         if not self.plan_us:
@@ -270,40 +282,28 @@ def measure_plans(spec, plans, *, rounds: int = ROUNDS, warmup: int = WARMUP,
 def choose_plan(spec, plans) -> PlanChoice:
     """The measured choice among `plans` (the planned one first) on the default device, cached
     like choose()."""
-    import jax
-    device_kind = getattr(jax.devices()[0], "device_kind", "device")
     key = (f"plans | {spec.describe()} | " + " ".join(str(tuple(p.kernel_attrs)) for p in plans)
            + f" | {_versions()}")
     by_attrs = {tuple(p.kernel_attrs): p for p in plans}
-    with _lock:
-        hit = _memory.get((device_kind, key))
-        if hit is not None:
-            return hit
-        path = cache_path(device_kind)
-        stored = _load(path).get(key) if path.exists() else None
-        choice = None
-        if isinstance(stored, dict):
-            try:
-                chosen = by_attrs[tuple(stored["chosen"])]
-                choice = PlanChoice(chosen, tuple((tuple(a), float(us)) for a, us in
-                                                  stored["plan_us"]), int(stored["R"]))
-            except (KeyError, TypeError, ValueError):
-                choice = None
-        if choice is None:
-            try:
-                times, R = measure_plans(spec, plans)
-            except Exception as e:  # noqa: BLE001 - never fail the user's call over timing
-                choice = PlanChoice(plans[0], (), 0, f"measurement failed: {type(e).__name__}: "
-                                    f"{str(e)[:200]}; the planned plan is used")
-            else:
-                planned = tuple(plans[0].kernel_attrs)
-                best = min(times, key=times.get)
-                chosen = best if times[best] < times[planned] * (1.0 - TIE) else planned
-                choice = PlanChoice(by_attrs[chosen], tuple((a, times[a]) for a in by_attrs), R)
-                _store(path, key, {"chosen": list(chosen), "R": R,
-                                   "plan_us": [[list(a), us] for a, us in choice.plan_us]})
-        _memory[(device_kind, key)] = choice
-        return choice
+
+    def decode(stored):
+        try:
+            return PlanChoice(by_attrs[tuple(stored["chosen"])],
+                              tuple((tuple(a), float(us)) for a, us in stored["plan_us"]),
+                              int(stored["R"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def measure_fn():
+        times, R = measure_plans(spec, plans)
+        planned = tuple(plans[0].kernel_attrs)
+        best = min(times, key=times.get)
+        chosen = best if times[best] < times[planned] * (1.0 - TIE) else planned
+        return PlanChoice(by_attrs[chosen], tuple((a, times[a]) for a in by_attrs), R)
+
+    return _cached(key, decode, measure_fn,
+                   lambda msg: PlanChoice(plans[0], (), 0, f"{msg}; the planned plan is used"),
+                   PlanChoice.record)
 
 
 def clear_memory() -> None:

@@ -285,8 +285,8 @@ def _explain_case(explain, case: Case, spec) -> dict:
         autotune = {"use_kernel": bool(measured.use_kernel), "kernel_us": measured.kernel_us,
                     "lax_us": measured.lax_us, "R": measured.R, "note": measured.note or None}
         if hasattr(measured, "plan_us"):   # a choice among launches of our kernel
-            autotune["plan_us"] = [[list(a), us] for a, us in measured.plan_us]
-            autotune["plan"] = list(measured.plan.kernel_attrs)
+            rec = measured.record()
+            autotune["plan_us"], autotune["plan"] = rec["plan_us"], rec["chosen"]
     if path == "lax":
         method = "lax-autotuned" if measured is not None else "lax-fallback"
     desc = None

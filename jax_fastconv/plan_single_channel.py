@@ -381,18 +381,17 @@ def _with_attrs(spec, plan, attrs, why):
     """`plan` re-described for another launch of the same kernel (the quantities explain()
     shows follow the new launch)."""
     import dataclasses
-    d = spec.dims
-    _, division, P, Q, MB, RB, prefetch, T = attrs
-    CB = column_tile(RB, d["KH"], d["KW"], d["OW"])
-    tiles = d["N"] * _cdiv(d["OH"], RB) * _cdiv(d["OW"], CB) * _cdiv(d["M"], MB)
-    new = {"division": division, "mode": "prefetch" if prefetch else "volume", "P": P, "Q": Q,
-           "filters_per_block": MB, "rows_per_block": RB, "filters_per_piece": MB,
-           "rows_per_piece": RB, "threads_per_block": T, "column_tile": CB, "tiles": tiles,
-           "shared_bytes_per_block": shared_bytes(RB, MB, d["KH"], d["KW"], d["OW"], prefetch),
+    variant = dataclasses.replace(plan, kernel_attrs=tuple(int(a) for a in attrs),
+                                  reason=f"{plan.reason}; measured on this device: {why}")
+    L = launch_of(spec, variant)
+    _, _, P, Q, MB, RB, _, T = variant.kernel_attrs
+    new = {"division": L["division"], "mode": "prefetch" if L["prefetch"] else "volume",
+           "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
+           "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
+           "column_tile": L["CB"], "tiles": L["tiles"], "shared_bytes_per_block": L["shared"],
            "rule": f"measured variant ({why})"}
-    q = tuple((k, new.get(k, v)) for k, v in plan.quantities)
-    return dataclasses.replace(plan, kernel_attrs=tuple(int(a) for a in attrs), quantities=q,
-                               reason=f"{plan.reason}; measured on this device: {why}")
+    return dataclasses.replace(variant, quantities=tuple((k, new.get(k, v))
+                                                         for k, v in plan.quantities))
 
 
 def candidate_plans(spec, hw, plan) -> list:
