@@ -8,20 +8,22 @@
 #include "kernels.h"
 
 namespace fastconv {
-namespace {
 
-cudaError_t LaunchPlanned(const ConvParams& p, const float* x, const float* w, float* y,
-                          float* ws, int64_t ws_elems, cudaStream_t stream) {
+cudaError_t launch_planned(const ConvParams& p, const float* x, const float* w, float* y,
+                           float* workspace, int64_t workspace_elems, cudaStream_t stream) {
   switch (p.method()) {
 #ifdef FASTCONV_HAVE_SINGLE_CHANNEL
     case kSingleChannel: return launch_single_channel(p, x, w, y, stream);
 #endif
 #ifdef FASTCONV_HAVE_MULTI_CHANNEL
-    case kMultiChannel: return launch_multi_channel(p, x, w, y, ws, ws_elems, stream);
+    case kMultiChannel:
+      return launch_multi_channel(p, x, w, y, workspace, workspace_elems, stream);
 #endif
     default: return launch_direct(p, x, w, y, stream);
   }
 }
+
+namespace {
 
 // `work`: the workspace result (jax_fastconv/primitive.py sizes it from the plan; the
 // multi-channel launcher stages the filters there, see filter_staging.cuh). Its contents are
@@ -34,8 +36,8 @@ ffi::Error ConvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffe
   ffi::Error err = DecodeConvParams(x, w, y, dims, conv, xs, ws, ys, plan, &p);
   if (err.failure()) return err;
   const cudaError_t status =
-      LaunchPlanned(p, x.typed_data(), w.typed_data(), y->typed_data(), work->typed_data(),
-                    static_cast<int64_t>(work->element_count()), stream);
+      launch_planned(p, x.typed_data(), w.typed_data(), y->typed_data(), work->typed_data(),
+                     static_cast<int64_t>(work->element_count()), stream);
   if (status != cudaSuccess)
     return ffi::Error::Internal(std::string("fastconv CUDA kernel (method ") +
                                 std::to_string(p.method()) + "): " + cudaGetErrorString(status));

@@ -1,13 +1,20 @@
 // The CUDA extension module, built when a CUDA compiler is found: the CUDA FFI handler,
-// the device query the planner reads, and the calibration measurements.
+// the device query the planner reads, the calibration measurements and the device time of a
+// convolution under several plans (the autotuner's).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "calibrate.h"
+#include "plan_timer.h"
 #include "xla/ffi/api/c_api.h"
 
 namespace nb = nanobind;
@@ -55,6 +62,58 @@ nb::dict DeviceProperties(int ordinal) {
   return d;
 }
 
+using I64s = std::vector<int64_t>;
+
+void CheckLength(const I64s& v, size_t n, const char* name) {
+  if (v.size() != n)
+    throw std::invalid_argument(std::string("time_plans: ") + name + " must have " +
+                                std::to_string(n) + " entries, got " + std::to_string(v.size()));
+}
+
+// The arguments as jax_fastconv/primitive.py ffi_attributes(spec, plan) builds them (the
+// FFI handler's attributes, ffi_conv_attrs.h), plans as Plan.kernel_attrs.
+std::vector<std::vector<double>> TimePlans(const I64s& dims, const I64s& conv, const I64s& xs,
+                                           const I64s& ws, const I64s& ys,
+                                           const std::vector<I64s>& plans, int rounds,
+                                           int ordinal, size_t budget_bytes) {
+  CheckLength(dims, 9, "dims");
+  CheckLength(conv, 4, "conv");
+  CheckLength(xs, 4, "lhs_strides");
+  CheckLength(ws, 4, "rhs_strides");
+  CheckLength(ys, 4, "out_strides");
+  if (plans.empty()) throw std::invalid_argument("time_plans: plans is empty");
+  std::vector<PlanAttrs> attrs(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (plans[i].size() != static_cast<size_t>(kPlanLen))
+      throw std::invalid_argument("time_plans: plans[" + std::to_string(i) + "] must have " +
+                                  std::to_string(kPlanLen) + " entries, got " +
+                                  std::to_string(plans[i].size()));
+    std::copy(plans[i].begin(), plans[i].end(), attrs[i].begin());
+  }
+  ConvParams p{};
+  p.N = dims[0]; p.C = dims[1]; p.H = dims[2]; p.W = dims[3];
+  p.M = dims[4]; p.KH = dims[5]; p.KW = dims[6]; p.OH = dims[7]; p.OW = dims[8];
+  p.stride_h = conv[0]; p.stride_w = conv[1]; p.pad_top = conv[2]; p.pad_left = conv[3];
+  p.x_sn = xs[0]; p.x_sc = xs[1]; p.x_sh = xs[2]; p.x_sw = xs[3];
+  p.w_so = ws[0]; p.w_si = ws[1]; p.w_sh = ws[2]; p.w_sw = ws[3];
+  p.y_sn = ys[0]; p.y_sc = ys[1]; p.y_sh = ys[2]; p.y_sw = ys[3];
+  std::vector<std::vector<double>> samples;
+  {
+    nb::gil_scoped_release release;  // the arguments are C++ values from here on
+    samples = time_plans(p, attrs, rounds, ordinal, budget_bytes);
+  }
+  return samples;
+}
+
+constexpr const char* kTimePlansDoc =
+    "Device time (CUDA events) of one convolution under each plan: for plans[i], `rounds` "
+    "samples of microseconds per launch. dims, conv and the strides are the FFI attributes "
+    "(jax_fastconv.primitive.ffi_attributes); each plan is a Plan.kernel_attrs (8 ints). Each "
+    "plan's launches run back to back in a CUDA graph, rotating over buffer sets of its own "
+    "whose outputs exceed 2x the L2 cache (within budget_bytes), in interleaved rounds. "
+    "Raises ValueError for malformed arguments and RuntimeError (naming the plan and the "
+    "CUDA error) where a plan fails to launch.";
+
 }  // namespace
 }  // namespace fastconv
 
@@ -80,6 +139,10 @@ NB_MODULE(_fastconv_cuda, m) {
     d["clock_hz"] = r.clock_hz;
     return d;
   }, nb::arg("ordinal") = 0);
+  m.def("time_plans", &fastconv::TimePlans, nb::arg("dims"), nb::arg("conv"),
+        nb::arg("lhs_strides"), nb::arg("rhs_strides"), nb::arg("out_strides"),
+        nb::arg("plans"), nb::arg("rounds") = 11, nb::arg("ordinal") = 0,
+        nb::arg("budget_bytes") = size_t(1) << 30, fastconv::kTimePlansDoc);
   m.attr("cuda_architectures") = FASTCONV_CUDA_ARCHS;
   m.attr("cuda_runtime_version") = CUDART_VERSION;
 }

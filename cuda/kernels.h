@@ -30,6 +30,13 @@ cudaError_t launch_multi_channel(const ConvParams& p, const float* x, const floa
 // split through global memory (plan[7] & 8), one partial output per rank (planner.workspace_elems).
 int64_t multi_channel_workspace_elems(const ConvParams& p);
 
+// cuda_handler.cc: the launcher p's plan names (plan[0]: kSingleChannel, kMultiChannel; any
+// other method, or a kernel family this build lacks, runs launch_direct). The workspace goes
+// to the multi-channel launcher only. Shared by the FFI handler and the plan timer
+// (plan_timer.h), so that both run a plan the same way.
+cudaError_t launch_planned(const ConvParams& p, const float* x, const float* w, float* y,
+                           float* workspace, int64_t workspace_elems, cudaStream_t stream);
+
 // multi_channel_pointwise.cu: the streamed 1x1 kernel for few channels that
 // launch_multi_channel runs where plan[7] & 16 asks and these conditions hold (else the
 // general kernel runs the plan).
