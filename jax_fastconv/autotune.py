@@ -25,12 +25,21 @@ timed and the faster one is used from then on:
 * a lax choice keeps float32 accuracy: lax runs at ``Precision.HIGHEST`` whatever precision
   the caller passed (DEFAULT would be TF32 on Hopper).
 
-The same machinery picks among launches of our own single-channel kernel (``choose_plan``):
-the planned plan and a few variants of it that won on some paper layers in the H200 sweeps
+The same cache picks among launches of our own single-channel kernel (``choose_plan``): the
+planned plan and a few variants of it that won on some paper layers in the H200 sweeps
 (``plan_single_channel.VARIANTS``; up to 0.75x the planned time, by shape, with no rule that
-separates them), timed the same way on layers with >= 32 MiB of traffic (about 8 us of copy
-on an H200: smaller layers are bound by the per-call cost, where the wall-clock timing cannot
-see the kernel). A variant replaces the plan only if it is more than TIE faster.
+separates them). These are timed in device time, not by the wall clock: the CUDA extension's
+``time_plans`` (cuda/plan_timer.cc) runs each plan's launches back to back in a CUDA graph (as
+XLA's command buffers run the kernel) between two CUDA events, on buffers of its own rotated
+over up to 16 sets whose outputs exceed 2x the L2 cache where the memory budget allows (a launch
+does not find the previous ones' data in L2), in interleaved rounds; each plan counts with the
+median of its rounds (device time has no additive host noise for a minimum to remove).
+The wall clock of jitted calls could not resolve a few percent of kernel time on mid-size
+layers (it switched b32 56x56 K3 NCHW from 34.2 to 36.0 us), compiled every candidate and made
+the benchmark run twice as long. Layers with >= PLAN_MIN_BYTES (4 MiB) of traffic are measured:
+the measurement costs tens of milliseconds at the first trace of a shape (11 rounds of about
+1 ms per plan), the events resolve kernels of about 1 us and up, and below that the layer is
+bound by the per-call cost. A variant replaces the plan only if it is more than TIE faster.
 """
 from __future__ import annotations
 
@@ -52,7 +61,7 @@ ROUNDS = 11
 WARMUP = 2
 MAX_R = 32
 TIE = 0.03
-BUDGET_BYTES = 1 << 30   # inputs + outputs of the R calls of one candidate
+BUDGET_BYTES = 1 << 30   # measure(): the R calls of one candidate; measure_plans(): all its buffers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,15 +226,20 @@ def choose(spec, plan) -> Choice:
 
 # -- the measured choice among launches of the single-channel kernel ---------------------------
 
-PLAN_MIN_BYTES = 32 << 20
+# Device time (CUDA events) resolves kernels of about 1 us and up (4 MiB is about 1 us of copy
+# on an H200), and a measurement costs tens of ms per new shape: smaller layers are bound by the
+# per-call cost whatever their launch.
+PLAN_MIN_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
 class PlanChoice:
     """The measured choice among candidate plans; the Choice fields keep explain() and the
-    benchmark's report working (the kernel runs, lax was not timed)."""
+    benchmark's report working (the kernel runs, lax was not timed). plan_us holds device
+    microseconds per launch (CUDA events, median of the rounds); R is 0: no per-call inputs
+    (the timer rotates over buffer sets of its own)."""
     plan: object
-    plan_us: tuple = ()          # ((kernel_attrs, us per call), ...) in candidate order
+    plan_us: tuple = ()          # ((kernel_attrs, device us per launch), ...) in candidate order
     R: int = 0
     note: str = ""
     use_kernel: bool = True
@@ -247,8 +261,9 @@ class PlanChoice:
         if not self.plan_us:
             return f"plans not measured ({self.note})"
         times = ", ".join(f"{list(a)[1:]}: {us:.1f} us" for a, us in self.plan_us)
-        return (f"measured {len(self.plan_us)} single-channel plans on this device (R={self.R}, "
-                f"per call): {times} -> {list(self.plan.kernel_attrs)[1:]}")
+        return (f"measured {len(self.plan_us)} single-channel plans on this device (device time "
+                f"per launch, CUDA events, median of rounds): {times} -> "
+                f"{list(self.plan.kernel_attrs)[1:]}")
 
 
 def _on_gpu() -> bool:
@@ -257,33 +272,52 @@ def _on_gpu() -> bool:
 
 
 def worth_measuring_plans(spec, plan) -> bool:
-    """Single-channel layers with >= PLAN_MIN_BYTES of traffic, when the process runs on a GPU
-    (timing GPU plans needs one)."""
+    """Single-channel layers with >= PLAN_MIN_BYTES (4 MiB) of traffic, when the process runs on
+    a GPU (timing GPU plans needs one). CUDA events resolve their kernels (about 1 us and up);
+    below that the per-call cost bounds the layer, and each new shape costs tens of ms to
+    measure."""
     return (getattr(plan, "method", None) == "single_channel"
             and spec.min_bytes >= PLAN_MIN_BYTES and _on_gpu())
 
 
-def measure_plans(spec, plans, *, rounds: int = ROUNDS, warmup: int = WARMUP,
+def _device_ordinal() -> int:
+    """The CUDA ordinal of jax's default device (the one _cached keys the choice by)."""
+    import jax
+    device = jax.devices()[0]
+    ordinal = getattr(device, "local_hardware_id", None)
+    return int(device.id if ordinal is None else ordinal)
+
+
+def measure_plans(spec, plans, *, rounds: int = ROUNDS,
                   budget_bytes: int = BUDGET_BYTES) -> tuple[dict[tuple, float], int]:
-    """Per-call microseconds (fastest round) of the kernel under each plan, on the same R
-    distinct random inputs, rounds interleaved; and R."""
-    from .primitive import conv_p
+    """Device microseconds per launch of the kernel under each plan (median of `rounds`
+    interleaved rounds), timed with CUDA events by the extension's time_plans on jax's
+    default device, keyed by kernel_attrs; and R = 0 (no per-call inputs)."""
+    import statistics
+    from . import _ffi
+    from .primitive import ffi_attributes
 
-    xs, ws, R = _random_inputs(spec, budget_bytes)
-
-    def kernel(plan):
-        return lambda x, w: conv_p.bind(x, w, spec=spec, plan=plan, precision=None)
-
-    fns = {i: _compiled_loop(kernel(p), xs, ws) for i, p in enumerate(plans)}
-    samples = time_interleaved(fns, (xs, ws), R, rounds, warmup)
-    return {tuple(plans[i].kernel_attrs): min(v) for i, v in samples.items()}, R
+    module = _ffi.cuda_module
+    if module is None:
+        raise RuntimeError(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})")
+    attrs = ffi_attributes(spec, plans[0])
+    del attrs["plan"]
+    samples = module.time_plans(**{k: [int(v) for v in a] for k, a in attrs.items()},
+                                plans=[[int(v) for v in p.kernel_attrs] for p in plans],
+                                rounds=rounds, ordinal=_device_ordinal(),
+                                budget_bytes=budget_bytes)
+    if len(samples) != len(plans) or not all(samples):
+        raise RuntimeError(f"time_plans returned {len(samples)} sample lists for {len(plans)} "
+                           f"plans")
+    return {tuple(p.kernel_attrs): statistics.median(s) for p, s in zip(plans, samples)}, 0
 
 
 def choose_plan(spec, plans) -> PlanChoice:
     """The measured choice among `plans` (the planned one first) on the default device, cached
     like choose()."""
-    key = (f"plans | {spec.describe()} | " + " ".join(str(tuple(p.kernel_attrs)) for p in plans)
-           + f" | {_versions()}")
+    # "device-time": the entries of the earlier wall-clock timing are not reused.
+    key = (f"plans device-time | {spec.describe()} | "
+           + " ".join(str(tuple(p.kernel_attrs)) for p in plans) + f" | {_versions()}")
     by_attrs = {tuple(p.kernel_attrs): p for p in plans}
 
     def decode(stored):

@@ -284,7 +284,9 @@ def _explain_case(explain, case: Case, spec) -> dict:
     if measured is not None:
         autotune = {"use_kernel": bool(measured.use_kernel), "kernel_us": measured.kernel_us,
                     "lax_us": measured.lax_us, "R": measured.R, "note": measured.note or None}
-        if hasattr(measured, "plan_us"):   # a choice among launches of our kernel
+        if hasattr(measured, "plan_us"):
+            # a choice among launches of our kernel: kernel_us and plan_us are device us per
+            # launch (CUDA events, autotune.measure_plans), R is 0 (no per-call inputs)
             rec = measured.record()
             autotune["plan_us"], autotune["plan"] = rec["plan_us"], rec["chosen"]
     if path == "lax":

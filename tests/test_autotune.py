@@ -9,12 +9,11 @@ import json
 import numpy as np
 import pytest
 import jax
-from jax import lax
 
 import jax_fastconv as fc
 from jax_fastconv import _ffi, api, autotune, planner
 from jax_fastconv.spec import normalize
-from _helpers import HIGHEST, assert_close, randn, ref_conv
+from _helpers import assert_close, randn, ref_conv
 
 needs_cpu_module = pytest.mark.skipif(_ffi.cpu_module is None, reason="CPU extension not built")
 
@@ -307,3 +306,157 @@ def test_plan_choice_reaches_explain_and_the_primitive(gpu_route, monkeypatch):
     assert "fastconv_conv2d" in jaxpr
     assert f"kernel_attrs={e.plan.kernel_attrs}" in jaxpr          # the measured launch
     assert f"kernel_attrs={picked[0][0].kernel_attrs}" not in jaxpr
+
+
+# -- measure_plans: the device timer of the CUDA extension (cuda/plan_timer.cc), stood in for --
+
+from jax_fastconv import primitive  # noqa: E402
+
+
+class _FakeTimer:
+    """Stands in for the CUDA extension: time_plans (the binding's signature) records its
+    arguments and returns samples(plans), or raises `error`."""
+
+    def __init__(self, samples=None, error=None):
+        self.calls, self.samples, self.error = [], samples, error
+
+    def time_plans(self, dims, conv, lhs_strides, rhs_strides, out_strides, plans, rounds=11,
+                   ordinal=0, budget_bytes=1 << 30):
+        self.calls.append(dict(dims=dims, conv=conv, lhs_strides=lhs_strides,
+                               rhs_strides=rhs_strides, out_strides=out_strides, plans=plans,
+                               rounds=rounds, ordinal=ordinal, budget_bytes=budget_bytes))
+        if self.error is not None:
+            raise self.error
+        return self.samples(plans)
+
+
+def _skewed(plans):
+    """Samples whose min, median and mean differ: plan i has median 10 (i + 1) + 5."""
+    return [[b + 5.0, b + 1.0, b + 9.0, b + 2.0, b + 100.0]
+            for b in (10.0 * (i + 1) for i in range(len(plans)))]
+
+
+# NCHW / NHWC, VALID / SAME (non-zero pads), odd sizes.
+TIMED = [(32, 56, 64, 3, "NCHW", "VALID"), (1, 224, 64, 5, "NHWC", "SAME"),
+         (3, 37, 70, 7, "NCHW", "SAME"), (8, 128, 64, 3, "NHWC", "VALID")]
+
+
+def _timed_candidates(N, H, M, K, lay, padding):
+    spec = spec_from_logical(N, 1, H, H, M, K, K, padding=padding, layout=lay)
+    hw = PRESETS["h200"]
+    return spec, ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
+
+
+@pytest.mark.parametrize("N,H,M,K,lay,padding", TIMED)
+def test_measure_plans_passes_the_ffi_attributes_and_takes_medians(monkeypatch, N, H, M, K, lay,
+                                                                  padding):
+    spec, cands = _timed_candidates(N, H, M, K, lay, padding)
+    assert len(cands) >= 2
+    timer = _FakeTimer(_skewed)
+    monkeypatch.setattr(_ffi, "cuda_module", timer)
+    monkeypatch.setattr(autotune, "_device_ordinal", lambda: 3)
+    times, R = autotune.measure_plans(spec, cands, rounds=5, budget_bytes=123 << 20)
+    assert len(timer.calls) == 1
+    call = timer.calls[0]
+    want = primitive.ffi_attributes(spec, cands[0])
+    for name in ("dims", "conv", "lhs_strides", "rhs_strides", "out_strides"):
+        assert call[name] == [int(v) for v in want[name]], name
+        assert all(type(v) is int for v in call[name]), name     # plain ints for nanobind
+    assert call["plans"] == [[int(v) for v in c.kernel_attrs] for c in cands]   # in order
+    assert all(type(v) is int for p in call["plans"] for v in p)
+    assert (call["rounds"], call["ordinal"], call["budget_bytes"]) == (5, 3, 123 << 20)
+    assert list(times) == [tuple(c.kernel_attrs) for c in cands]
+    # medians, not the minimum (b + 1) or the mean (b + 23.4)
+    assert list(times.values()) == [10.0 * (i + 1) + 5.0 for i in range(len(cands))]
+    assert R == 0
+
+
+def test_choose_plan_goes_by_the_medians(cache, monkeypatch):
+    """The planned plan has the fastest single sample, a variant the lower median by 10%:
+    the variant is chosen (a minimum would keep the planned plan)."""
+    spec, cands = _timed_candidates(*TIMED[0])
+
+    def samples(plans):
+        out = [[100.0, 100.0, 40.0, 100.0, 100.0]]
+        out += [[120.0] * 5 for _ in plans[1:-1]] + [[90.0, 90.0, 95.0, 60.0, 90.0]]
+        return out
+
+    timer = _FakeTimer(samples)
+    monkeypatch.setattr(_ffi, "cuda_module", timer)
+    choice = autotune.choose_plan(spec, cands)
+    assert choice.plan is cands[-1] and choice.kernel_us == 90.0 and choice.R == 0
+    assert timer.calls[0]["rounds"] == autotune.ROUNDS
+    assert "device time per launch" in choice.describe() and "90.0 us" in choice.describe()
+    (path,) = cache.glob("autotune-*.json")
+    (key,) = json.loads(path.read_text())
+    assert key.startswith("plans device-time | ")
+
+
+def test_choose_plan_does_not_reuse_wall_clock_entries(cache, monkeypatch):
+    """An entry stored under the wall-clock timing's key (before device time) is ignored."""
+    spec, cands = _timed_candidates(*TIMED[1])
+    old_key = (f"plans | {spec.describe()} | " + " ".join(str(tuple(p.kernel_attrs))
+                                                          for p in cands)
+               + f" | {autotune._versions()}")
+    path = autotune.cache_path(getattr(jax.devices()[0], "device_kind", "device"))
+    path.write_text(json.dumps({old_key: {"chosen": list(cands[-1].kernel_attrs), "R": 8,
+                                          "plan_us": [[list(c.kernel_attrs), 1.0]
+                                                      for c in cands]}}))
+    timer = _FakeTimer(lambda plans: [[50.0] * 3 for _ in plans])
+    monkeypatch.setattr(_ffi, "cuda_module", timer)
+    choice = autotune.choose_plan(spec, cands)
+    assert len(timer.calls) == 1 and choice.plan is cands[0]     # measured: a tie keeps it
+    assert choice.plan_us == tuple((tuple(c.kernel_attrs), 50.0) for c in cands)
+    assert len(json.loads(path.read_text())) == 2                # the old entry is left alone
+
+
+@pytest.mark.parametrize("N,H,M,K,lay,padding", TIMED[:2])
+def test_time_plans_failure_keeps_the_planned_plan(cache, monkeypatch, N, H, M, K, lay,
+                                                   padding):
+    spec, cands = _timed_candidates(N, H, M, K, lay, padding)
+    timer = _FakeTimer(error=RuntimeError("time_plans: plan [1, 2] failed to launch: "
+                                          "cudaErrorInvalidValue"))
+    monkeypatch.setattr(_ffi, "cuda_module", timer)
+    choice = autotune.choose_plan(spec, cands)
+    assert len(timer.calls) == 1
+    assert choice.plan is cands[0] and choice.plan_us == () and choice.kernel_us is None
+    assert "RuntimeError" in choice.note and "cudaErrorInvalidValue" in choice.note
+    assert "the planned plan is used" in choice.note and "not measured" in choice.describe()
+    assert not list(cache.glob("autotune-*.json"))                # a failure is not stored
+
+
+def test_without_the_cuda_extension_the_planned_plan_is_kept(cache, monkeypatch):
+    spec, cands = _timed_candidates(*TIMED[2])
+    monkeypatch.setattr(_ffi, "cuda_module", None)
+    with pytest.raises(RuntimeError, match="CUDA extension"):
+        autotune.measure_plans(spec, cands)
+    choice = autotune.choose_plan(spec, cands)
+    assert choice.plan is cands[0] and "CUDA extension" in choice.note
+    assert not list(cache.glob("autotune-*.json"))
+
+
+def test_short_sample_lists_are_a_failure(cache, monkeypatch):
+    spec, cands = _timed_candidates(*TIMED[3])
+    monkeypatch.setattr(_ffi, "cuda_module", _FakeTimer(lambda plans: [[1.0]] * (len(plans) - 1)))
+    choice = autotune.choose_plan(spec, cands)
+    assert choice.plan is cands[0] and "sample lists" in choice.note
+
+
+@pytest.mark.parametrize("hw_id,dev_id,want", [(2, 5, 2), (0, 7, 0), (None, 5, 5)])
+def test_device_ordinal_is_the_default_devices_local_id(monkeypatch, hw_id, dev_id, want):
+    dev = type("D", (), {"local_hardware_id": hw_id, "id": dev_id})()
+    monkeypatch.setattr(jax, "devices", lambda *a: [dev])
+    assert autotune._device_ordinal() == want
+
+
+def test_layers_from_4_mib_are_measured(monkeypatch):
+    """Device time resolves the kernels of layers between 4 and 32 MiB (the wall clock's floor
+    was 32 MiB)."""
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    assert autotune.PLAN_MIN_BYTES == 4 << 20
+    mid, cands = _timed_candidates(1, 224, 64, 5, "NHWC", "VALID")
+    assert 4 << 20 <= mid.min_bytes < 32 << 20
+    assert autotune.worth_measuring_plans(mid, cands[0])
+    below, bcands = _timed_candidates(1, 112, 64, 3, "NCHW", "VALID")
+    assert below.min_bytes < 4 << 20 and bcands[0].method == "single_channel"
+    assert not autotune.worth_measuring_plans(below, bcands[0])

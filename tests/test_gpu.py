@@ -291,10 +291,63 @@ def test_choose_plan_on_gpu(monkeypatch, tmp_path, lhs_shape, rhs_shape, dn):
 
 
 def test_autotune_skips_layers_lax_cannot_win(monkeypatch, tmp_path):
+    """A single-channel layer under autotune.PLAN_MIN_BYTES (4 MiB; batch 4 of it is above):
+    neither lax nor the plan variants are timed."""
     monkeypatch.setenv(autotune.ENV, "1")
     monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
     autotune.clear_memory()
-    e = fc.explain((4, 96, 96, 1), (5, 5, 1, 32), (1, 1), "SAME",
+    e = fc.explain((1, 96, 96, 1), (5, 5, 1, 32), (1, 1), "SAME",
                    dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    assert e.spec.min_bytes < autotune.PLAN_MIN_BYTES
     assert e.path == "fastconv-cuda" and e.measured is None
     assert not list(tmp_path.glob("autotune-*.json"))
+
+
+def _time_plans_args(spec):
+    """time_plans' convolution arguments: the FFI attributes of `spec` as lists of ints."""
+    from jax_fastconv.primitive import ffi_attributes
+    attrs = ffi_attributes(spec, type("P", (), {"kernel_attrs": (0,) * 8})())
+    return {k: [int(v) for v in a] for k, a in attrs.items() if k != "plan"}
+
+
+def test_time_plans_on_gpu():
+    """The extension's device timer (cuda/plan_timer.cc) on a real single-channel layer: one
+    list of `rounds` positive samples per plan (the planned one and its variants), none faster
+    than 10 TB/s of the layer's traffic; a plan the launcher rejects and malformed arguments
+    raise, and the timer still works afterwards."""
+    import statistics
+    from jax_fastconv import _ffi, plan_single_channel, planner
+    from jax_fastconv.hardware import resolve_hardware
+    from jax_fastconv.spec import spec_from_logical
+
+    spec = spec_from_logical(8, 1, 128, 128, 64, 3, 3, padding="SAME", layout="NHWC")
+    hw = resolve_hardware(None)
+    plan = planner.plan_cached(spec, hw)
+    assert plan.method == "single_channel", plan.reason
+    cands = plan_single_channel.candidate_plans(spec, hw, plan)
+    plans = [[int(v) for v in c.kernel_attrs] for c in cands]
+    args = _time_plans_args(spec)
+    rounds = 5
+    samples = _ffi.cuda_module.time_plans(**args, plans=plans, rounds=rounds,
+                                          ordinal=autotune._device_ordinal())
+    assert len(samples) == len(plans)
+    floor_us = spec.min_bytes / 10e12 * 1e6       # no kernel beats 10 TB/s
+    for attrs, s in zip(plans, samples):
+        assert len(s) == rounds and all(v > 0 for v in s), (attrs, s)
+        assert statistics.median(s) >= floor_us, (attrs, s, floor_us)
+    # measure_plans: the same timer through the FFI attributes of the spec
+    times, R = autotune.measure_plans(spec, cands, rounds=3)
+    assert list(times) == [tuple(c.kernel_attrs) for c in cands] and R == 0
+    assert all(us >= floor_us for us in times.values()), times
+
+    # C = 2 with a single-channel plan: the launcher's check_params -> cudaErrorInvalidValue
+    two = spec_from_logical(8, 2, 64, 64, 64, 3, 3, padding="SAME", layout="NHWC")
+    with pytest.raises(RuntimeError, match="failed to launch.*cudaErrorInvalidValue") as err:
+        _ffi.cuda_module.time_plans(**_time_plans_args(two), plans=plans[:1], rounds=1)
+    assert str(plans[0]).replace(" ", "") in str(err.value).replace(" ", "")
+    with pytest.raises(ValueError, match="plans\\[0\\]"):
+        _ffi.cuda_module.time_plans(**args, plans=[plans[0][:7]])
+    with pytest.raises(ValueError, match="dims"):
+        _ffi.cuda_module.time_plans(**{**args, "dims": args["dims"][:8]}, plans=plans)
+    again = _ffi.cuda_module.time_plans(**args, plans=plans[:1], rounds=1)
+    assert len(again) == 1 and len(again[0]) == 1 and again[0][0] >= floor_us
