@@ -53,7 +53,8 @@
 //   Returns cudaErrorInvalidValue for C != 1, stride != 1, KH/KW < 1, KH*KW > 4096.
 
 // Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
-// one row (TM = 4 where pick_tm says so: NHWC-like outputs, 5x5 or small 3x3). Templates on
+// one row (TM = 4 where pick_tm says so: NHWC-like outputs, 5x5 or small 3x3; and then TP = 8
+// where pick_tp says so: NHWC-like 5x5 on large maps). Templates on
 // (KH, KW) in {1x1, 3x3, 5x5, 7x7} keep the tap loops unrolled and the register arrays
 // constant-indexed; any other kernel size uses the generic runtime-K path.
 // Two thread-to-work orders, picked from the output strides:
@@ -86,7 +87,8 @@ namespace {
 
 constexpr int kTM = 8;  // filters per thread (the planner's unit: MB is a multiple of it)
 constexpr int kTM4 = 4;  // filters per thread of the 4-filter instances (see pick_tm)
-constexpr int kTP = 4;  // output columns per thread
+constexpr int kTP = 4;  // output columns per thread (the general instances)
+constexpr int kTP8 = 8;  // output columns per thread of the 8-column instances (see pick_tp)
 constexpr int kMaxThreads = 256;
 #ifndef SC_MIN_BLOCKS
 #define SC_MIN_BLOCKS 2
@@ -109,8 +111,9 @@ struct SCArgs {
   int vec16;                 // every full 4-wide store of this launch is 16-byte aligned
   int KH, KW;
   int tm;                    // filters per thread: kTM, or kTM4 (pick_tm)
+  int tp;                    // output columns per thread: kTP, or kTP8 (pick_tp)
   int GM;                    // MB / tm: filter groups of a thread per tile
-  int cpr;                   // column chunks (kTP wide) per tile row: ceil(CB / kTP)
+  int cpr;                   // column chunks (tp wide) per tile row: ceil(CB / tp)
   int items;                 // work items per tile: GM x RB x cpr (edge tiles skip some)
   int tiles32;               // ntiles < 2^31: tile decode by FastDiv
   int in_vec;                // input rows staged in 16-byte copies (launch: see stage_input)
@@ -257,27 +260,38 @@ __device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[TM])
   }
 }
 
-// acc[i][j] = sum over taps of filter i (this thread's TM) x input column j (its 4): srow is
+// acc[i][j] = sum over taps of filter i (this thread's TM) x input column j (its TP): srow is
 // the thread's first input in the patch, swg its filter group's [tap][TM] weights.
-template <int KH_T, int KW_T, int TM>
+template <int KH_T, int KW_T, int TM, int TP>
 __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __restrict__ srow,
                                              const float* __restrict__ swg,
-                                             float (&acc)[TM][kTP]) {
+                                             float (&acc)[TM][TP]) {
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int j = 0; j < kTP; ++j) acc[i][j] = 0.f;
+    for (int j = 0; j < TP; ++j) acc[i][j] = 0.f;
 
   if constexpr (KH_T > 0 && KW_T > 0) {
-    constexpr int NV = (kTP + KW_T - 1 + 3) / 4 * 4;
+    // The row window: TP + KW - 1 inputs, read as float4s (TP = 4: rounded up to whole
+    // float4s, as measured) or, for TP = 8, float4s and a float2 tail, so that the reads stay
+    // inside SW = sw_for(CB, KW) for every 3x3 / 7x7 tile width.
+    constexpr int NW = TP + KW_T - 1;
+    constexpr int N4 = TP == kTP ? (NW + 3) / 4 : NW / 4;
+    constexpr int N2 = TP == kTP ? 0 : (NW - 4 * N4 + 1) / 2;
+    constexpr int NV = 4 * N4 + 2 * N2;
 #pragma unroll
     for (int kh = 0; kh < KH_T; ++kh) {
       float v[NV];
       const float4* s4 = reinterpret_cast<const float4*>(srow + kh * a.SW);
 #pragma unroll
-      for (int q = 0; q < NV / 4; ++q) {
+      for (int q = 0; q < N4; ++q) {
         const float4 f = s4[q];
         v[4 * q] = f.x; v[4 * q + 1] = f.y; v[4 * q + 2] = f.z; v[4 * q + 3] = f.w;
+      }
+#pragma unroll
+      for (int q = 0; q < N2; ++q) {
+        const float2 f = reinterpret_cast<const float2*>(srow + kh * a.SW + 4 * N4)[q];
+        v[4 * N4 + 2 * q] = f.x; v[4 * N4 + 2 * q + 1] = f.y;
       }
 #pragma unroll
       for (int kw = 0; kw < KW_T; ++kw) {
@@ -286,7 +300,7 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
-          for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], v[j + kw], acc[i][j]);
+          for (int j = 0; j < TP; ++j) acc[i][j] = fmaf(wv[i], v[j + kw], acc[i][j]);
       }
     }
   } else {
@@ -296,15 +310,15 @@ __device__ __forceinline__ void compute_item(const SCArgs& a, const float* __res
 #pragma unroll 1
       for (int kw = 0; kw < KW; ++kw) {
         const float* sp = srow + kh * a.SW + kw;
-        float v[kTP];
+        float v[TP];
 #pragma unroll
-        for (int j = 0; j < kTP; ++j) v[j] = sp[j];
+        for (int j = 0; j < TP; ++j) v[j] = sp[j];
         float wv[TM];
         load_weights<TM>(swg + (kh * KW + kw) * TM, wv);
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
-          for (int j = 0; j < kTP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
+          for (int j = 0; j < TP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
       }
     }
   }
@@ -356,12 +370,12 @@ __device__ __forceinline__ void compute_item_flat(const SCArgs& a, const float* 
   }
 }
 
-// Items of a tile: (gl, r, c) = filter group, output row, 4-column chunk, enumerated over the
+// Items of a tile: (gl, r, c) = filter group, output row, TP-column chunk, enumerated over the
 // full RB x cpr so that the decode divides by launch constants; items past the edge of the
 // map (last row band / column tile) are skipped.
 //   LAYOUT 0: c fastest, then r, then gl: lanes run along ow (16-byte stores per filter row).
 //   LAYOUT 1: gl fastest, then c, then r: lanes of one pixel hold consecutive filter groups.
-template <int KH_T, int KW_T, int LAYOUT, int TM>
+template <int KH_T, int KW_T, int LAYOUT, int TM, int TP>
 __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
                                              const float* __restrict__ sin,
                                              const float* __restrict__ sw,
@@ -370,10 +384,12 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   const int RBt = min(a.RB, int(p.OH) - oh0);
   const int CBt = min(a.CB, int(p.OW) - ow0);
   constexpr int kNH = TM / 4;  // runs of 4 consecutive filters per thread
+  static_assert(LAYOUT == 1 || TP == kTP, "8 columns per thread: LAYOUT 1 only (pick_tp)");
   const int half = a.MB / kNH;  // multiple of 4
   const int KK = (KH_T > 0 && KW_T > 0) ? KH_T * KW_T : a.KH * a.KW;
-  float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
-              (long long)ow0 * p.y_sw;
+  const long long ysc = p.y_sc, ysh = p.y_sh, ysw = p.y_sw;
+  float* yt = y + t.n * p.y_sn + (long long)m0g * ysc + (long long)oh0 * ysh +
+              (long long)ow0 * ysw;
   for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
     int gl, r, c;
     if (LAYOUT == 0) {
@@ -381,28 +397,28 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
     } else {
       r = int(a.fd_cpr.divmod(a.fd_gm.divmod(it, &gl), &c));
     }
-    const int crem = CBt - c * kTP;  // columns left in this tile row
+    const int crem = CBt - c * TP;  // columns left in this tile row
     if (r >= RBt || crem <= 0) continue;
-    float acc[TM][kTP];
+    float acc[TM][TP];
     // thread's filters: local m = gl*4 + h*half + (0..3), h < TM / 4 (acc rows 4h..4h+3), so
     // that in LAYOUT 1 the lanes of one pixel write contiguous 16-byte pieces (full sectors).
-    compute_item<KH_T, KW_T, TM>(a, sin + r * a.SW + c * kTP, sw + gl * KK * TM, acc);
+    compute_item<KH_T, KW_T, TM, TP>(a, sin + r * a.SW + c * TP, sw + gl * KK * TM, acc);
 
-    float* yrc = yt + (long long)r * p.y_sh + (long long)(c * kTP) * p.y_sw;
+    float* yrc = yt + r * ysh + (c * TP) * ysw;
     const int mrem1 = int(p.M) - (m0g + gl * 4 + (kNH - 1) * half);  // filters left from the last run
-    if (a.vec16 && mrem1 >= 4 && crem >= kTP) {
-      // interior item, aligned layout: TM unconditional 16-byte stores
+    if (a.vec16 && mrem1 >= 4 && crem >= TP) {
+      // interior item, aligned layout: TM x TP / 4 unconditional 16-byte stores
 #pragma unroll
       for (int h = 0; h < kNH; ++h) {
-        float* yb = yrc + (long long)(gl * 4 + h * half) * p.y_sc;
-        if (LAYOUT == 0) {
+        float* yb = yrc + (gl * 4 + h * half) * ysc;
+        if constexpr (LAYOUT == 0) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) st4(yb + i * p.y_sc, acc[4 * h + i]);
+          for (int i = 0; i < 4; ++i) st4(yb + i * ysc, acc[4 * h + i]);
         } else {
 #pragma unroll
-          for (int j = 0; j < kTP; ++j) {
+          for (int j = 0; j < TP; ++j) {
             const float v[4] = {acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]};
-            st4(yb + j * p.y_sw, v);
+            st4(yb + j * ysw, v);
           }
         }
       }
@@ -412,13 +428,13 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
     for (int h = 0; h < kNH; ++h) {
       const int mlh = gl * 4 + h * half;         // first local filter of this half
       const int mrem = int(p.M) - (m0g + mlh);   // filters left in the problem
-      float* yb = yrc + (long long)mlh * p.y_sc;
-      if (LAYOUT == 0) {
+      float* yb = yrc + mlh * ysc;
+      if constexpr (LAYOUT == 0) {
         const bool full = a.vec && crem >= kTP;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           if (i < mrem) {
-            float* ym = yb + i * p.y_sc;
+            float* ym = yb + i * ysc;
             const uintptr_t addr = reinterpret_cast<uintptr_t>(ym);
             if (full && (addr & 15) == 0) {
               st4(ym, acc[4 * h + i]);
@@ -428,16 +444,16 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             } else {
 #pragma unroll
               for (int j = 0; j < kTP; ++j)
-                if (j < crem) ym[j * p.y_sw] = acc[4 * h + i][j];
+                if (j < crem) ym[j * ysw] = acc[4 * h + i][j];
             }
           }
         }
       } else {
         const bool full = a.vec && mrem >= 4;
 #pragma unroll
-        for (int j = 0; j < kTP; ++j) {
+        for (int j = 0; j < TP; ++j) {
           if (j < crem) {
-            float* yp = yb + j * p.y_sw;
+            float* yp = yb + j * ysw;
             const uintptr_t addr = reinterpret_cast<uintptr_t>(yp);
             if (full && (addr & 15) == 0) {
               const float v[4] = {acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]};
@@ -445,7 +461,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             } else {
 #pragma unroll
               for (int i = 0; i < 4; ++i)
-                if (i < mrem) yp[i * p.y_sc] = acc[4 * h + i][j];
+                if (i < mrem) yp[i * ysc] = acc[4 * h + i][j];
             }
           }
         }
@@ -504,8 +520,12 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
   }
 }
 
-template <int KH_T, int KW_T, int LAYOUT, bool FLAT, int TM>
-__global__ void __launch_bounds__(kMaxThreads, TM == kTM4 ? 3 : SC_MIN_BLOCKS)
+// 3 blocks of 256 for the 4 x 4 register tile (78-80 registers), 2 for 8 x 4 and 4 x 8.
+template <int TM, int TP>
+constexpr int min_blocks() { return TM == kTM4 && TP == kTP ? 3 : SC_MIN_BLOCKS; }
+
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT, int TM, int TP>
+__global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
     single_channel_kernel(const ConvParams p, const SCArgs a, const float* __restrict__ x,
                           const float* __restrict__ w, float* __restrict__ y) {
   extern __shared__ float4 smem4[];
@@ -547,7 +567,8 @@ __global__ void __launch_bounds__(kMaxThreads, TM == kTM4 ? 3 : SC_MIN_BLOCKS)
     if constexpr (FLAT)
       compute_tile_flat<KH_T, KW_T>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     else
-      compute_tile<KH_T, KW_T, LAYOUT, TM>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
+      compute_tile<KH_T, KW_T, LAYOUT, TM, TP>(p, a, cur, sin0 + ic * a.in_floats,
+                                               sw0 + wc * a.w_floats, y);
     if (has_next) {
       cp_async_wait<0>();
       __syncthreads();
@@ -600,6 +621,7 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->KH = int(p.KH);
   a->KW = int(p.KW);
   a->tm = kTM;
+  a->tp = kTP;
   a->GM = int(MB / kTM);
   a->cpr = int(cdiv(CB, kTP));
   a->items = int(RB * a->cpr * a->GM);  // <= 64 x 3072 x 32 (CB <= the 48 KB input buffer)
@@ -723,6 +745,18 @@ int pick_tm(const ConvParams& p, int layout, int vec) {
   return kTM;
 }
 
+// Output columns per thread: 8 (kTP8) with the 4 filters of pick_tm (114 registers, 2 blocks of
+// 256 per SM) for NHWC-like 5x5 layers on maps of >= 2^15 output pixels: a third fewer shared
+// loads per FMA (a tap's 4 weights feed 32 FMAs instead of 16) and half the items per tile;
+// b1 224^2-1024^2 0.94-0.96x the time, b32 224^2-1024^2 0.94-0.99x. Smaller maps were
+// 1.00-1.04x slower, 3x3 layers 1.00-1.16x, and NCHW 1.1-1.5x (a lane's two float4 stores
+// land 32 bytes apart) (H200; benchmarks/notes/single_channel.md, round 10).
+int pick_tp(const ConvParams& p, int layout, int tm) {
+  if (layout == 1 && tm == kTM4 && p.KH == 5 && p.KW == 5 && p.OH * p.OW >= (1LL << 15))
+    return kTP8;
+  return kTP;
+}
+
 cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   cudaError_t e = cudaSuccess;
   if (!resolve_exact(p, dev, r)) {
@@ -736,8 +770,11 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
   else { r->layout = 0; a.vec = 0; }
   a.tm = pick_tm(p, r->layout, a.vec);
+  a.tp = pick_tp(p, r->layout, a.tm);
   a.GM = a.MB / a.tm;
   a.fd_gm = FastDiv(uint32_t(a.GM));
+  a.cpr = int(cdiv(a.CB, a.tp));
+  a.fd_cpr = FastDiv(uint32_t(a.cpr));
   a.items = a.RB * a.cpr * a.GM;
   return cudaSuccess;
 }
@@ -782,10 +819,10 @@ cudaError_t check_params(const ConvParams& p) {
   return cudaSuccess;
 }
 
-template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false, int TM = kTM>
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false, int TM = kTM, int TP = kTP>
 cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                      const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT, TM>;
+  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT, TM, TP>;
   cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             int(r.smem));
@@ -807,20 +844,26 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& d
   return cudaLaunchKernelEx(&cfg, kern, p, r.a, x, w, y);  // returns the launch's error
 }
 
+// The 3x3 / 5x5 instance for the register tile pick_tm / pick_tp chose (4 filters: LAYOUT 1 only;
+// 8 columns: 5x5 only).
+template <int K, int LAYOUT>
+cudaError_t dispatch_tile(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
+                          const float* x, const float* w, float* y, cudaStream_t s) {
+  if constexpr (LAYOUT == 1) {
+    if constexpr (K == 5)
+      if (r.a.tm == kTM4 && r.a.tp == kTP8)
+        return launch_t<5, 5, 1, false, kTM4, kTP8>(p, r, dev, x, w, y, s);
+    if (r.a.tm == kTM4) return launch_t<K, K, 1, false, kTM4>(p, r, dev, x, w, y, s);
+  }
+  return launch_t<K, K, LAYOUT>(p, r, dev, x, w, y, s);
+}
+
 template <int LAYOUT>
 cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                        const float* x, const float* w, float* y, cudaStream_t s) {
   if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, dev, x, w, y, s);
-  if (p.KH == 3 && p.KW == 3) {
-    if constexpr (LAYOUT == 1)
-      if (r.a.tm == kTM4) return launch_t<3, 3, 1, false, kTM4>(p, r, dev, x, w, y, s);
-    return launch_t<3, 3, LAYOUT>(p, r, dev, x, w, y, s);
-  }
-  if (p.KH == 5 && p.KW == 5) {
-    if constexpr (LAYOUT == 1)
-      if (r.a.tm == kTM4) return launch_t<5, 5, 1, false, kTM4>(p, r, dev, x, w, y, s);
-    return launch_t<5, 5, LAYOUT>(p, r, dev, x, w, y, s);
-  }
+  if (p.KH == 3 && p.KW == 3) return dispatch_tile<3, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 5 && p.KW == 5) return dispatch_tile<5, LAYOUT>(p, r, dev, x, w, y, s);
   if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, dev, x, w, y, s);
   return launch_t<0, 0, LAYOUT>(p, r, dev, x, w, y, s);
 }
