@@ -111,7 +111,6 @@ struct SCArgs {
   int vec16;                 // every full 4-wide store of this launch is 16-byte aligned
   int KH, KW;
   int tm;                    // filters per thread: kTM, or kTM4 (pick_tm)
-  int tp;                    // output columns per thread: kTP, or kTP8 (pick_tp)
   int GM;                    // MB / tm: filter groups of a thread per tile
   int cpr;                   // column chunks (tp wide) per tile row: ceil(CB / tp)
   int items;                 // work items per tile: GM x RB x cpr (edge tiles skip some)
@@ -124,6 +123,7 @@ struct SCArgs {
   FastDiv fd_cpr, fd_rb, fd_gm, fd_ncb, fd_nrb, fd_n, fd_ng;
   FastDiv fd_kk, fd_kw, fd_sw4;  // staging decode: taps, kernel width, 16-byte chunks per line
   FastDiv fd_nq, fd_ow;          // flat: chunks per tile (RB x OW / 4), output width
+  int tp;                        // output columns per thread: kTP, or kTP8 (pick_tp)
 };
 
 struct Tile {
@@ -387,9 +387,8 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
   static_assert(LAYOUT == 1 || TP == kTP, "8 columns per thread: LAYOUT 1 only (pick_tp)");
   const int half = a.MB / kNH;  // multiple of 4
   const int KK = (KH_T > 0 && KW_T > 0) ? KH_T * KW_T : a.KH * a.KW;
-  const long long ysc = p.y_sc, ysh = p.y_sh, ysw = p.y_sw;
-  float* yt = y + t.n * p.y_sn + (long long)m0g * ysc + (long long)oh0 * ysh +
-              (long long)ow0 * ysw;
+  float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
+              (long long)ow0 * p.y_sw;
   for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
     int gl, r, c;
     if (LAYOUT == 0) {
@@ -404,21 +403,21 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
     // that in LAYOUT 1 the lanes of one pixel write contiguous 16-byte pieces (full sectors).
     compute_item<KH_T, KW_T, TM, TP>(a, sin + r * a.SW + c * TP, sw + gl * KK * TM, acc);
 
-    float* yrc = yt + r * ysh + (c * TP) * ysw;
+    float* yrc = yt + (long long)r * p.y_sh + (long long)(c * TP) * p.y_sw;
     const int mrem1 = int(p.M) - (m0g + gl * 4 + (kNH - 1) * half);  // filters left from the last run
     if (a.vec16 && mrem1 >= 4 && crem >= TP) {
       // interior item, aligned layout: TM x TP / 4 unconditional 16-byte stores
 #pragma unroll
       for (int h = 0; h < kNH; ++h) {
-        float* yb = yrc + (gl * 4 + h * half) * ysc;
+        float* yb = yrc + (long long)(gl * 4 + h * half) * p.y_sc;
         if constexpr (LAYOUT == 0) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) st4(yb + i * ysc, acc[4 * h + i]);
+          for (int i = 0; i < 4; ++i) st4(yb + i * p.y_sc, acc[4 * h + i]);
         } else {
 #pragma unroll
           for (int j = 0; j < TP; ++j) {
             const float v[4] = {acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]};
-            st4(yb + j * ysw, v);
+            st4(yb + j * p.y_sw, v);
           }
         }
       }
@@ -428,13 +427,13 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
     for (int h = 0; h < kNH; ++h) {
       const int mlh = gl * 4 + h * half;         // first local filter of this half
       const int mrem = int(p.M) - (m0g + mlh);   // filters left in the problem
-      float* yb = yrc + mlh * ysc;
+      float* yb = yrc + (long long)mlh * p.y_sc;
       if constexpr (LAYOUT == 0) {
         const bool full = a.vec && crem >= kTP;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           if (i < mrem) {
-            float* ym = yb + i * ysc;
+            float* ym = yb + i * p.y_sc;
             const uintptr_t addr = reinterpret_cast<uintptr_t>(ym);
             if (full && (addr & 15) == 0) {
               st4(ym, acc[4 * h + i]);
@@ -444,7 +443,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             } else {
 #pragma unroll
               for (int j = 0; j < kTP; ++j)
-                if (j < crem) ym[j * ysw] = acc[4 * h + i][j];
+                if (j < crem) ym[j * p.y_sw] = acc[4 * h + i][j];
             }
           }
         }
@@ -453,7 +452,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
 #pragma unroll
         for (int j = 0; j < TP; ++j) {
           if (j < crem) {
-            float* yp = yb + j * ysw;
+            float* yp = yb + j * p.y_sw;
             const uintptr_t addr = reinterpret_cast<uintptr_t>(yp);
             if (full && (addr & 15) == 0) {
               const float v[4] = {acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]};
@@ -461,7 +460,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             } else {
 #pragma unroll
               for (int i = 0; i < 4; ++i)
-                if (i < mrem) yp[i * ysc] = acc[4 * h + i][j];
+                if (i < mrem) yp[i * p.y_sc] = acc[4 * h + i][j];
             }
           }
         }
