@@ -367,13 +367,18 @@ def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
 
 # ---------------------------------------------------------------- measured alternatives
 # Plan variants that beat the planned launch on some paper layers in the H200 sweeps
-# (benchmarks/notes/single_channel.md, rounds 5, 6 and 9) and that no rule separates from it:
-# the autotuner (autotune.choose_plan) times them beside the planned plan on the device.
+# (benchmarks/notes/single_channel.md, rounds 5, 6, 9 and 10) and that no rule separates from
+# it: the autotuner (autotune.choose_plan) times them beside the planned plan on the device
+# (about 11 ms of device time per candidate at the first trace of a shape).
 VARIANTS = (
     # (division, MB or None = the plan's, RB or None = the plan's, prefetch, threads, why)
     (2, None, 4, 0, 128, "RB 4, 128 threads"),                    # large maps (b1 1024^2)
     (1, 64, None, 1, 256, "division 1, prefetch, MB 64"),          # NHWC small maps (b32 28^2)
     (2, 128, 8, 0, 128, "MB 128, RB 8, 128 threads"),              # NCHW small maps (b32 28^2)
+    # round 10 (level-2 sweep of the 16 missed cases at 2a5571b, driver, H200):
+    (2, None, 4, 0, 256, "RB 4"),                                  # b1 1024^2 K5 NHWC 0.940x
+    (1, 32, 16, 1, 256, "division 1, prefetch, MB 32, RB 16"),     # b32 56^2 K5 NHWC 0.884x
+    (2, 16, 16, 0, 128, "MB 16, RB 16, 128 threads"),              # b32 56^2 K3 NCHW 0.953x
 )
 
 
