@@ -59,7 +59,6 @@ S5. Measured on Hopper (H200, benchmarks/notes/single_channel.md), the paper's c
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 
