@@ -233,7 +233,8 @@ def _sc_candidates(H=224, M=64, K=5, N=32, lay="NHWC"):
     return spec, ps.candidate_plans(spec, PRESETS["h200"], planner.make_plan(spec, PRESETS["h200"]))
 
 
-@pytest.mark.parametrize("speedup,switches", [(0.90, True), (0.985, False), (1.10, False)])
+@pytest.mark.parametrize("speedup,switches", [(0.90, True), (0.975, True), (0.985, False),
+                                              (1.10, False)])
 def test_choose_plan_switches_only_beyond_the_tie(cache, monkeypatch, speedup, switches):
     spec, cands = _sc_candidates()
     calls = []
