@@ -48,4 +48,19 @@ struct ConvParams {
   FASTCONV_HD int64_t out_elems() const { return N * M * OH * OW; }
 };
 
+// Sizes, convolution and strides from the FFI attributes' order (ffi_conv_attrs.h: dims = N,
+// C, H, W, M, KH, KW, OH, OW; conv = stride_h, stride_w, pad_top, pad_left; strides n, c, h, w /
+// m, c, kh, kw / n, m, oh, ow), from any indexable sequences of the right lengths (the FFI
+// handlers' spans, the plan timer's vectors); the plan is left to the caller.
+template <typename Seq>
+void assign_conv_params(const Seq& dims, const Seq& conv, const Seq& xs, const Seq& ws,
+                        const Seq& ys, ConvParams* p) {
+  p->N = dims[0]; p->C = dims[1]; p->H = dims[2]; p->W = dims[3];
+  p->M = dims[4]; p->KH = dims[5]; p->KW = dims[6]; p->OH = dims[7]; p->OW = dims[8];
+  p->stride_h = conv[0]; p->stride_w = conv[1]; p->pad_top = conv[2]; p->pad_left = conv[3];
+  p->x_sn = xs[0]; p->x_sc = xs[1]; p->x_sh = xs[2]; p->x_sw = xs[3];
+  p->w_so = ws[0]; p->w_si = ws[1]; p->w_sh = ws[2]; p->w_sw = ws[3];
+  p->y_sn = ys[0]; p->y_sc = ys[1]; p->y_sh = ys[2]; p->y_sw = ys[3];
+}
+
 }  // namespace fastconv

@@ -91,12 +91,7 @@ std::vector<std::vector<double>> TimePlans(const I64s& dims, const I64s& conv, c
     std::copy(plans[i].begin(), plans[i].end(), attrs[i].begin());
   }
   ConvParams p{};
-  p.N = dims[0]; p.C = dims[1]; p.H = dims[2]; p.W = dims[3];
-  p.M = dims[4]; p.KH = dims[5]; p.KW = dims[6]; p.OH = dims[7]; p.OW = dims[8];
-  p.stride_h = conv[0]; p.stride_w = conv[1]; p.pad_top = conv[2]; p.pad_left = conv[3];
-  p.x_sn = xs[0]; p.x_sc = xs[1]; p.x_sh = xs[2]; p.x_sw = xs[3];
-  p.w_so = ws[0]; p.w_si = ws[1]; p.w_sh = ws[2]; p.w_sw = ws[3];
-  p.y_sn = ys[0]; p.y_sc = ys[1]; p.y_sh = ys[2]; p.y_sw = ys[3];
+  assign_conv_params(dims, conv, xs, ws, ys, &p);
   std::vector<std::vector<double>> samples;
   {
     nb::gil_scoped_release release;  // the arguments are C++ values from here on

@@ -35,12 +35,7 @@ inline ffi::Error DecodeConvParams(const ffi::Buffer<ffi::F32>& x, const ffi::Bu
   if (dims.size() != 9 || conv.size() != 4 || xs.size() != 4 || ws.size() != 4 ||
       ys.size() != 4 || plan.size() != kPlanLen)
     return ffi::Error::InvalidArgument("fastconv: malformed convolution attributes");
-  p->N = dims[0]; p->C = dims[1]; p->H = dims[2]; p->W = dims[3];
-  p->M = dims[4]; p->KH = dims[5]; p->KW = dims[6]; p->OH = dims[7]; p->OW = dims[8];
-  p->stride_h = conv[0]; p->stride_w = conv[1]; p->pad_top = conv[2]; p->pad_left = conv[3];
-  p->x_sn = xs[0]; p->x_sc = xs[1]; p->x_sh = xs[2]; p->x_sw = xs[3];
-  p->w_so = ws[0]; p->w_si = ws[1]; p->w_sh = ws[2]; p->w_sw = ws[3];
-  p->y_sn = ys[0]; p->y_sc = ys[1]; p->y_sh = ys[2]; p->y_sw = ys[3];
+  assign_conv_params(dims, conv, xs, ws, ys, p);
   for (int i = 0; i < kPlanLen; ++i) p->plan[i] = plan[i];
   if (p->stride_h <= 0 || p->stride_w <= 0)
     return ffi::Error::InvalidArgument("fastconv: window strides must be positive");

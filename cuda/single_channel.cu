@@ -123,7 +123,8 @@ struct SCArgs {
   FastDiv fd_cpr, fd_rb, fd_gm, fd_ncb, fd_nrb, fd_n, fd_ng;
   FastDiv fd_kk, fd_kw, fd_sw4;  // staging decode: taps, kernel width, 16-byte chunks per line
   FastDiv fd_nq, fd_ow;          // flat: chunks per tile (RB x OW / 4), output width
-  int tp;                        // output columns per thread: kTP, or kTP8 (pick_tp)
+  int tp;                        // output columns per thread: kTP, or kTP8 (pick_tp); last in
+                                 // the struct: the 4-column instances' code stays as it was
 };
 
 struct Tile {
@@ -601,6 +602,19 @@ long long cb_for(long long rows_in, long long OW, long long KW) {
   return std::min(cb, OW);
 }
 
+// The register tile (tm filters x tp columns per thread) and what the item decode derives from
+// it: filter groups, column chunks, items per tile (<= 64 x 3072 x 32: CB <= the 48 KB input
+// buffer). Needs RB, CB and MB set.
+void set_register_tile(int tm, int tp, SCArgs* a) {
+  a->tm = tm;
+  a->tp = tp;
+  a->GM = a->MB / tm;
+  a->cpr = int(cdiv(a->CB, tp));
+  a->items = a->RB * a->cpr * a->GM;
+  a->fd_gm = FastDiv(uint32_t(a->GM));
+  a->fd_cpr = FastDiv(uint32_t(a->cpr));
+}
+
 void fill_args(const ConvParams& p, long long division, long long RB, long long CB, long long MB,
                long long prefetch, SCArgs* a) {
   a->RB = int(RB);
@@ -619,15 +633,9 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->prefetch = int(prefetch);
   a->KH = int(p.KH);
   a->KW = int(p.KW);
-  a->tm = kTM;
-  a->tp = kTP;
-  a->GM = int(MB / kTM);
-  a->cpr = int(cdiv(CB, kTP));
-  a->items = int(RB * a->cpr * a->GM);  // <= 64 x 3072 x 32 (CB <= the 48 KB input buffer)
+  set_register_tile(kTM, kTP, a);  // resolve() sets the one pick_tm / pick_tp choose
   a->tiles32 = a->ntiles < (1LL << 31);
-  a->fd_cpr = FastDiv(uint32_t(a->cpr));
   a->fd_rb = FastDiv(uint32_t(RB));
-  a->fd_gm = FastDiv(uint32_t(a->GM));
   a->fd_ncb = FastDiv(uint32_t(a->n_cb));
   a->fd_nrb = FastDiv(uint32_t(a->n_rb));
   a->fd_n = FastDiv(uint32_t(a->N));
@@ -768,13 +776,8 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   if (p.y_sw == 1 && !(p.y_sc == 1 && p.OW < 4)) { r->layout = 0; a.vec = 1; }
   else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
   else { r->layout = 0; a.vec = 0; }
-  a.tm = pick_tm(p, r->layout, a.vec);
-  a.tp = pick_tp(p, r->layout, a.tm);
-  a.GM = a.MB / a.tm;
-  a.fd_gm = FastDiv(uint32_t(a.GM));
-  a.cpr = int(cdiv(a.CB, a.tp));
-  a.fd_cpr = FastDiv(uint32_t(a.cpr));
-  a.items = a.RB * a.cpr * a.GM;
+  const int tm = pick_tm(p, r->layout, a.vec);
+  set_register_tile(tm, pick_tp(p, r->layout, tm), &a);
   return cudaSuccess;
 }
 
