@@ -295,6 +295,14 @@ def _device_ordinal() -> int:
     return int(device.id if ordinal is None else ordinal)
 
 
+def time_plans_args(spec, plan) -> dict:
+    """The convolution arguments of the extension's time_plans for `spec` (any of its plans):
+    its FFI attributes (primitive.ffi_attributes) but the plan, as lists of ints."""
+    from .primitive import ffi_attributes
+    attrs = ffi_attributes(spec, plan)
+    return {k: [int(v) for v in a] for k, a in attrs.items() if k != "plan"}
+
+
 def measure_plans(spec, plans, *, rounds: int = ROUNDS,
                   budget_bytes: int = PLAN_BUDGET_BYTES) -> tuple[dict[tuple, float], int]:
     """Device microseconds per launch of the kernel under each plan (median of `rounds`
@@ -302,14 +310,11 @@ def measure_plans(spec, plans, *, rounds: int = ROUNDS,
     default device, keyed by kernel_attrs; and R = 0 (no per-call inputs)."""
     import statistics
     from . import _ffi
-    from .primitive import ffi_attributes
 
     module = _ffi.cuda_module
     if module is None:
         raise RuntimeError(f"the CUDA extension is not built ({_ffi.CUDA_IMPORT_ERROR})")
-    attrs = ffi_attributes(spec, plans[0])
-    del attrs["plan"]
-    samples = module.time_plans(**{k: [int(v) for v in a] for k, a in attrs.items()},
+    samples = module.time_plans(**time_plans_args(spec, plans[0]),
                                 plans=[[int(v) for v in p.kernel_attrs] for p in plans],
                                 rounds=rounds, ordinal=_device_ordinal(),
                                 budget_bytes=budget_bytes)

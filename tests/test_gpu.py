@@ -303,13 +303,6 @@ def test_autotune_skips_layers_lax_cannot_win(monkeypatch, tmp_path):
     assert not list(tmp_path.glob("autotune-*.json"))
 
 
-def _time_plans_args(spec):
-    """time_plans' convolution arguments: the FFI attributes of `spec` as lists of ints."""
-    from jax_fastconv.primitive import ffi_attributes
-    attrs = ffi_attributes(spec, type("P", (), {"kernel_attrs": (0,) * 8})())
-    return {k: [int(v) for v in a] for k, a in attrs.items() if k != "plan"}
-
-
 def test_time_plans_on_gpu():
     """The extension's device timer (cuda/plan_timer.cc) on a real single-channel layer: one
     list of `rounds` positive samples per plan (the planned one and its variants), none faster
@@ -326,7 +319,7 @@ def test_time_plans_on_gpu():
     assert plan.method == "single_channel", plan.reason
     cands = plan_single_channel.candidate_plans(spec, hw, plan)
     plans = [[int(v) for v in c.kernel_attrs] for c in cands]
-    args = _time_plans_args(spec)
+    args = autotune.time_plans_args(spec, plan)
     rounds = 5
     samples = _ffi.cuda_module.time_plans(**args, plans=plans, rounds=rounds,
                                           ordinal=autotune._device_ordinal())
@@ -343,7 +336,8 @@ def test_time_plans_on_gpu():
     # C = 2 with a single-channel plan: the launcher's check_params -> cudaErrorInvalidValue
     two = spec_from_logical(8, 2, 64, 64, 64, 3, 3, padding="SAME", layout="NHWC")
     with pytest.raises(RuntimeError, match="failed to launch.*cudaErrorInvalidValue") as err:
-        _ffi.cuda_module.time_plans(**_time_plans_args(two), plans=plans[:1], rounds=1)
+        _ffi.cuda_module.time_plans(**autotune.time_plans_args(two, plan), plans=plans[:1],
+                                    rounds=1)
     assert str(plans[0]).replace(" ", "") in str(err.value).replace(" ", "")
     with pytest.raises(ValueError, match="plans\\[0\\]"):
         _ffi.cuda_module.time_plans(**args, plans=[plans[0][:7]])
