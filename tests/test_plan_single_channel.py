@@ -200,3 +200,29 @@ def test_export_writes_the_planned_cases(tmp_path):
     lines = [l.split() for l in path.read_text().splitlines() if not l.startswith("#")]
     assert sum(l[0].startswith("paper_") for l in lines) == 72
     assert all(len(l) == 19 for l in lines)
+
+
+@pytest.mark.parametrize("OH,RB", [(1, 1), (24, 24), (54, 54), (64, 64), (65, 33), (108, 54),
+                                   (220, 55), (510, 64), (1020, 64)])
+def test_band_rows_are_the_fewest_equal_bands(OH, RB):
+    assert ps.band_rows(OH) == RB
+    bands = -(-OH // RB)
+    assert RB <= ps.RB_MAX and bands == -(-OH // ps.RB_MAX)
+    assert OH - (bands - 1) * RB >= RB - bands  # the last band is not half empty
+
+
+@pytest.mark.parametrize("H,M,K,lay", [(28, 512, 5, "NHWC"), (28, 512, 3, "NCHW"),
+                                       (56, 256, 5, "NCHW"), (112, 128, 5, "NHWC")])
+def test_band_variants_cover_whole_maps(H, M, K, lay):
+    hw = hwm.PRESETS["h200"]
+    spec = spec_from_logical(32, 1, H, H, M, K, K, padding="VALID", layout=lay)
+    plan = ps.plan_for(spec, hw)
+    OH = H - K + 1
+    bands = {c.kernel_attrs[4]: c for c in ps.candidate_plans(spec, hw, plan)
+             if c.kernel_attrs[5] == ps.band_rows(OH) and "whole-map bands" in c.reason}
+    assert sorted(bands) == [32, 64, 128]
+    for MB, c in bands.items():
+        _, division, P, Q, _, RB, prefetch, T = c.kernel_attrs
+        assert (division, P, Q, prefetch, T) == (2, 1, -(-M // MB), 0, 256)
+        assert ps.valid_attrs(spec, c.kernel_attrs, hw) == []
+        assert ps.launch_of(spec, c)["tiles"] == 32 * -(-OH // RB) * -(-M // MB)
