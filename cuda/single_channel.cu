@@ -54,7 +54,7 @@
 
 // Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
 // one row (TM = 4 where pick_tm says so: NHWC-like outputs, 5x5 or small 3x3; and then TP = 8
-// where pick_tp says so: NHWC-like 5x5 on large maps). Templates on
+// where pick_tp says so: NHWC-like 5x5 on large maps or with >= 64 filters a tile). Templates on
 // (KH, KW) in {1x1, 3x3, 5x5, 7x7} keep the tap loops unrolled and the register arrays
 // constant-indexed; any other kernel size uses the generic runtime-K path.
 // Two thread-to-work orders, picked from the output strides:
@@ -757,9 +757,13 @@ int pick_tm(const ConvParams& p, int layout, int vec) {
 // loads per FMA (a tap's 4 weights feed 32 FMAs instead of 16) and half the items per tile;
 // b1 224^2-1024^2 0.94-0.96x the time, b32 224^2-1024^2 0.94-0.99x. Smaller maps were
 // 1.00-1.04x slower, 3x3 layers 1.00-1.16x, and NCHW 1.1-1.5x (a lane's two float4 stores
-// land 32 bytes apart) (H200; benchmarks/notes/single_channel.md, round 10).
-int pick_tp(const ConvParams& p, int layout, int tm) {
-  if (layout == 1 && tm == kTM4 && p.KH == 5 && p.KW == 5 && p.OH * p.OW >= (1LL << 15))
+// land 32 bytes apart) (H200; benchmarks/notes/single_channel.md, round 10). Also on smaller
+// maps where a tile holds >= 64 filters (MB): every such launch of b32 28^2-112^2 K5 NHWC measured
+// 0.91-0.99x the 4-column time (whole-map bands MB 128 at 28^2 0.92x, MB 64 at 112^2 0.95x),
+// every one with MB <= 32 1.02-1.22x slower (round 11).
+int pick_tp(const ConvParams& p, int layout, int tm, int MB) {
+  if (layout == 1 && tm == kTM4 && p.KH == 5 && p.KW == 5 &&
+      (p.OH * p.OW >= (1LL << 15) || MB >= 64))
     return kTP8;
   return kTP;
 }
@@ -777,7 +781,7 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
   else { r->layout = 0; a.vec = 0; }
   const int tm = pick_tm(p, r->layout, a.vec);
-  set_register_tile(tm, pick_tp(p, r->layout, tm), &a);
+  set_register_tile(tm, pick_tp(p, r->layout, tm, a.MB), &a);
   return cudaSuccess;
 }
 
