@@ -759,8 +759,8 @@ int pick_tm(const ConvParams& p, int layout, int vec) {
 // 1.00-1.04x slower, 3x3 layers 1.00-1.16x, and NCHW 1.1-1.5x (a lane's two float4 stores
 // land 32 bytes apart) (H200; benchmarks/notes/single_channel.md, round 10). Also on smaller
 // maps where a tile holds >= 64 filters (MB): every such launch of b32 28^2-112^2 K5 NHWC measured
-// 0.91-0.99x the 4-column time (whole-map bands MB 128 at 28^2 0.92x, MB 64 at 112^2 0.95x),
-// every one with MB <= 32 1.02-1.22x slower (round 11).
+// 0.91-0.99x the 4-column time (whole-map bands MB 128 at 28^2 0.92x, MB 64 at 112^2 0.95x);
+// with MB <= 32 1.02-1.22x slower at 28^2 and 56^2, 0.95-1.15x at 112^2 (round 11).
 int pick_tp(const ConvParams& p, int layout, int tm, int MB) {
   if (layout == 1 && tm == kTM4 && p.KH == 5 && p.KW == 5 &&
       (p.OH * p.OW >= (1LL << 15) || MB >= 64))
