@@ -850,12 +850,15 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& d
   return cudaLaunchKernelEx(&cfg, kern, p, r.a, x, w, y);  // returns the launch's error
 }
 
-// The 3x3 / 5x5 instance for the register tile pick_tm / pick_tp chose (4 filters: LAYOUT 1 only;
-// 8 columns: 5x5 only).
+// The instance of kernel size K (1, 3, 5 or 7) for the work order resolve() and the launch chose:
+// flat chunks (LAYOUT 0, flat_chunks), 4 filters (LAYOUT 1, 3x3 / 5x5, pick_tm) and then 8
+// columns (LAYOUT 1, 5x5, pick_tp), else the 8 x 4 tile.
 template <int K, int LAYOUT>
 cudaError_t dispatch_tile(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                           const float* x, const float* w, float* y, cudaStream_t s) {
-  if constexpr (LAYOUT == 1) {
+  if constexpr (LAYOUT == 0) {
+    if (r.a.flat) return launch_t<K, K, 0, true>(p, r, dev, x, w, y, s);
+  } else if constexpr (K == 3 || K == 5) {
     if constexpr (K == 5)
       if (r.a.tm == kTM4 && r.a.tp == kTP8)
         return launch_t<5, 5, 1, false, kTM4, kTP8>(p, r, dev, x, w, y, s);
@@ -867,10 +870,10 @@ cudaError_t dispatch_tile(const ConvParams& p, const Resolved& r, const DeviceIn
 template <int LAYOUT>
 cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
                        const float* x, const float* w, float* y, cudaStream_t s) {
-  if (p.KH == 1 && p.KW == 1) return launch_t<1, 1, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 1 && p.KW == 1) return dispatch_tile<1, LAYOUT>(p, r, dev, x, w, y, s);
   if (p.KH == 3 && p.KW == 3) return dispatch_tile<3, LAYOUT>(p, r, dev, x, w, y, s);
   if (p.KH == 5 && p.KW == 5) return dispatch_tile<5, LAYOUT>(p, r, dev, x, w, y, s);
-  if (p.KH == 7 && p.KW == 7) return launch_t<7, 7, LAYOUT>(p, r, dev, x, w, y, s);
+  if (p.KH == 7 && p.KW == 7) return dispatch_tile<7, LAYOUT>(p, r, dev, x, w, y, s);
   return launch_t<0, 0, LAYOUT>(p, r, dev, x, w, y, s);
 }
 
@@ -910,12 +913,7 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   r.a.flat = flat_chunks(p, r, y);
 #endif
   staging_vectors(p, x, w, &r.a);
-  if (r.a.flat) {  // flat_chunks: LAYOUT 0, KH == KW in {1, 3, 5, 7}
-    if (p.KH == 1) return launch_t<1, 1, 0, true>(p, r, dev, x, w, y, stream);
-    if (p.KH == 3) return launch_t<3, 3, 0, true>(p, r, dev, x, w, y, stream);
-    if (p.KH == 5) return launch_t<5, 5, 0, true>(p, r, dev, x, w, y, stream);
-    return launch_t<7, 7, 0, true>(p, r, dev, x, w, y, stream);
-  }
+  // flat chunks (flat_chunks: LAYOUT 0, KH == KW in {1, 3, 5, 7}) are dispatched with the rest
   if (r.layout == 0) return dispatch_k<0>(p, r, dev, x, w, y, stream);
   return dispatch_k<1>(p, r, dev, x, w, y, stream);
 }
