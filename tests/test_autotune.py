@@ -411,6 +411,25 @@ def test_choose_plan_does_not_reuse_wall_clock_entries(cache, monkeypatch):
     assert len(json.loads(path.read_text())) == 2                # the old entry is left alone
 
 
+def test_choose_plan_measures_again_when_the_kernel_rules_change(cache, monkeypatch):
+    """An entry stored under another KERNEL_RULES (the kernel's register-tile rules) is ignored."""
+    spec, cands = _timed_candidates(*TIMED[0])
+    monkeypatch.setattr(_ffi, "cuda_module", _FakeTimer(
+        lambda plans: [[50.0] * 3 for _ in plans[:-1]] + [[10.0] * 3]))
+    first = autotune.choose_plan(spec, cands)
+    assert first.plan is cands[-1]
+    autotune.clear_memory()
+    timer = _FakeTimer(lambda plans: [[50.0] * 3 for _ in plans])
+    monkeypatch.setattr(_ffi, "cuda_module", timer)
+    assert autotune.choose_plan(spec, cands).plan is cands[-1] and not timer.calls  # cached
+    autotune.clear_memory()
+    monkeypatch.setattr(autotune, "KERNEL_RULES", autotune.KERNEL_RULES + "-next")
+    again = autotune.choose_plan(spec, cands)
+    assert len(timer.calls) == 1 and again.plan is cands[0]  # measured again: a tie keeps it
+    (path,) = cache.glob("autotune-*.json")
+    assert len(json.loads(path.read_text())) == 2
+
+
 @pytest.mark.parametrize("N,H,M,K,lay,padding", TIMED[:2])
 def test_time_plans_failure_keeps_the_planned_plan(cache, monkeypatch, N, H, M, K, lay,
                                                    padding):
