@@ -68,7 +68,9 @@ from .planner import _cdiv, _reserved_shared
 TM = 8                 # filters per thread (register tile rows); MB is a multiple of it. The
                        # kernel runs 4 per thread (pick_tm) for NHWC-like 5x5 layers and 3x3
                        # ones under 2^24 outputs: the same plan, each planned item split in two
-TP = 4                 # output columns per thread
+TP = 4                 # output columns per thread (the kernel runs 8 with its 4 filters for
+                       # NHWC-like 5x5 layers on large maps or tiles of >= 64 filters, pick_tp:
+                       # again the same plan, each planned item paired with its neighbour)
 MB_MAX = 128           # filters per tile
 RB_MAX = 64            # output rows per tile
 T_MIN, T_MAX = 64, 256  # threads per block (__launch_bounds__(256, 2))
@@ -379,8 +381,8 @@ VARIANTS = (
     (2, None, 4, 0, 256, "RB 4"),                                  # b1 1024^2 K5 NHWC 0.940x
     (1, 32, 16, 1, 256, "division 1, prefetch, MB 32, RB 16"),     # b32 56^2 K5 NHWC 0.884x
     (2, 16, 16, 0, 128, "MB 16, RB 16, 128 threads"),              # b32 56^2 K3 NCHW 0.953x
-    # round 11: whole-map row bands (RB = BANDS: the map's rows in equal bands of <= RB_MAX, one
-    # band per map up to 64 rows) on batch-32 small maps, 0.85-0.98x the best of the above
+    # round 11: whole-map row bands (RB "bands" = band_rows(OH): the map's rows in equal bands
+    # of <= RB_MAX, one band per map up to 64 rows) on batch-32 small maps, 0.85-0.98x the best of the above
     # (driver grid of 560 launches over 10 missed layers, H200; b32 28^2 K3 NCHW 0.850x):
     (2, 32, "bands", 0, 256, "whole-map bands, MB 32"),            # b32 56^2 K5 NHWC 0.932x
     (2, 64, "bands", 0, 256, "whole-map bands, MB 64"),            # b32 56^2 K5 NCHW 0.861x
@@ -421,7 +423,10 @@ def candidate_plans(spec, hw, plan) -> list:
     out = [plan]
     for division, mb, rb, prefetch, T, why in VARIANTS:
         MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
-        RB = band_rows(OH) if rb == "bands" else max(1, min(rb if rb is not None else RB0, OH, RB_MAX))
+        if rb == "bands":
+            RB = band_rows(OH)
+        else:
+            RB = max(1, min(rb if rb is not None else RB0, OH, RB_MAX))
         P, Q = (_cdiv(OH, RB), 1) if division == 1 else (1, _cdiv(M, MB))
         attrs = (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch, T)
         if any(p.kernel_attrs == attrs for p in out) or valid_attrs(spec, attrs, hw):
