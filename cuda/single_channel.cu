@@ -243,11 +243,14 @@ __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs&
 
 // One 16-byte global store (ptr 16-byte aligned). Written as PTX because nvcc merged the
 // tails of the aligned and the scalar store paths and split half of these into 4-byte stores
-// (NHWC batch 32 ran 2.4x slower that way).
+// (NHWC batch 32 ran 2.4x slower that way). Streaming (.cs: evict-first in L2): the output is
+// written once and is most of the traffic, so it should not push out of L2 what the next
+// launch reads again (code, parameters, filters): 0.98x the time over the 42 paper-single
+// layers with a floor >= 8 us (0.93-1.00x; H100, benchmarks/notes/single_channel.md round 12).
 __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
   asm volatile(
       "{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n"
-      " st.global.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
+      " st.global.cs.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
       "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]));
 }
 
@@ -439,12 +442,12 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             if (full && (addr & 15) == 0) {
               st4(ym, acc[4 * h + i]);
             } else if (full && (addr & 7) == 0) {
-              *reinterpret_cast<float2*>(ym) = make_float2(acc[4 * h + i][0], acc[4 * h + i][1]);
-              *reinterpret_cast<float2*>(ym + 2) = make_float2(acc[4 * h + i][2], acc[4 * h + i][3]);
+              __stcs(reinterpret_cast<float2*>(ym), make_float2(acc[4 * h + i][0], acc[4 * h + i][1]));
+              __stcs(reinterpret_cast<float2*>(ym + 2), make_float2(acc[4 * h + i][2], acc[4 * h + i][3]));
             } else {
 #pragma unroll
               for (int j = 0; j < kTP; ++j)
-                if (j < crem) ym[j * p.y_sw] = acc[4 * h + i][j];
+                if (j < crem) __stcs(ym + j * p.y_sw, acc[4 * h + i][j]);
             }
           }
         }
@@ -461,7 +464,7 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
             } else {
 #pragma unroll
               for (int i = 0; i < 4; ++i)
-                if (i < mrem) yp[i * p.y_sc] = acc[4 * h + i][j];
+                if (i < mrem) __stcs(yp + i * p.y_sc, acc[4 * h + i][j]);
             }
           }
         }
@@ -514,7 +517,7 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
         } else {
 #pragma unroll
           for (int j = 0; j < kTP; ++j)
-            if (j < nout) ym[j] = acc[4 * h + i][j];
+            if (j < nout) __stcs(ym + j, acc[4 * h + i][j]);
         }
       }
   }
