@@ -15,9 +15,19 @@ namespace fastconv {
 cudaError_t launch_direct(const ConvParams& p, const float* x, const float* w, float* y,
                           cudaStream_t stream);
 
-// single_channel.cu: paper section 3.1 (requires C == 1, stride 1).
+// single_channel.cu: paper section 3.1 (requires C == 1, stride 1). A plan of division 3
+// runs the 1x1 kernel below.
 cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                   cudaStream_t stream);
+
+// single_channel_pointwise.cu: the single-channel 1x1 kernel (C == 1, KH == KW == 1, stride 1;
+// no staging), and the store order it takes for these buffers (0 scalar, 1 float4 along m,
+// 2 float4 along ow).
+bool single_channel_pointwise_supported(const ConvParams& p);
+int single_channel_pointwise_order(const ConvParams& p, const float* x, const float* w,
+                                   const float* y);
+cudaError_t launch_single_channel_pointwise(const ConvParams& p, const float* x, const float* w,
+                                            float* y, cudaStream_t stream);
 
 // multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, any stride). `workspace`
 // (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh) and the

@@ -23,6 +23,9 @@
 // jax_fastconv/plan_single_channel.py, emits only values inside the ranges below, and the
 // kernel then runs EXACTLY that launch; nothing is re-chosen or clamped):
 //   division 1 or 2: the tile order above (which operand a block keeps while it sweeps).
+//   division 3 (1x1 kernels only, plan [1, 3, 1, 1, 0, 0, 0, 256]): no tiles and no staging:
+//        the pointwise kernel of single_channel_pointwise.cu writes every output from global
+//        loads (pointwise_plan); any other K, or other values, take the defensive path.
 //   MB = plan[4] filters per tile: a multiple of TM = 8 in [8, 128] (may exceed M: the
 //        missing filters are zeros and never stored).
 //   RB = plan[5] output rows per tile, in [1, min(OH, 64)].
@@ -584,6 +587,14 @@ __global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
 
 long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
+// A plan for the pointwise 1x1 kernel (division 3, exactly [1, 3, 1, 1, 0, 0, 0, 256]) on a
+// layer it runs.
+bool pointwise_plan(const ConvParams& p) {
+  const int64_t* a = p.plan;
+  return a[1] == 3 && a[2] == 1 && a[3] == 1 && a[4] == 0 && a[5] == 0 && a[6] == 0 &&
+         a[7] == 256 && single_channel_pointwise_supported(p);
+}
+
 // The launch one ConvParams resolves to (host side, no CUDA calls past the device query).
 struct Resolved {
   SCArgs a{};
@@ -888,6 +899,11 @@ cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo&
 cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10]) {
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
+  if (pointwise_plan(p)) {  // no tiles, no shared memory; layout: the store order
+    const long long v[10] = {1, 3, 0, 0, 0, 0, 256, 0, 0, -1};
+    for (int i = 0; i < 10; ++i) out[i] = v[i];
+    return cudaSuccess;
+  }
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
@@ -905,6 +921,7 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
   if (p.out_elems() == 0) return cudaSuccess;
+  if (pointwise_plan(p)) return launch_single_channel_pointwise(p, x, w, y, stream);
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;

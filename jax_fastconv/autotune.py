@@ -64,10 +64,11 @@ WARMUP = 2
 MAX_R = 32
 TIE = 0.03
 PLAN_TIE = 0.02  # choose_plan: device-time medians of interleaved rounds (see the docstring)
-# What the single-channel kernel makes of a plan's attributes on its own (its register-tile rules,
-# pick_tm / pick_tp in cuda/single_channel.cu): part of choose_plan's cache key, so that choices
-# stored before such a rule changed are measured again. Bump it with the rules.
-KERNEL_RULES = "sc-2026-11-22-tp8-mb64"
+# What the single-channel kernels make of a plan's attributes on their own (the register-tile
+# rules pick_tm / pick_tp in cuda/single_channel.cu, the store orders of the pointwise 1x1
+# kernel): part of choose_plan's cache key, so that choices stored before such a rule changed
+# are measured again. Bump it with the rules.
+KERNEL_RULES = "sc-2026-11-25-tp8-mb64-pointwise"
 BUDGET_BYTES = 1 << 30   # measure(): the R calls of one candidate
 # measure_plans(): all of time_plans' buffers (it also keeps to half the free device memory).
 # One set of a b32 512x512 M32 layer is 1.1 GB: under a 1 GiB budget it went unmeasured (H200,

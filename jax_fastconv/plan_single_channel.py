@@ -10,6 +10,8 @@ cuda/single_channel.cu (its header comment: "Mapping of plan[1..7]"):
     Q = ceil(M / MB); prefetch 1 = persistent grid of min(tiles, 2 N_sm) blocks sweeping
     contiguous tile ranges (double buffered), 0 = volume method, one block per tile;
     threads a multiple of 32 in [64, 256]. The column tile CB follows from RB (`column_tile`).
+    Division 3 (1x1 kernels only): exactly [1, 3, 1, 1, 0, 0, 0, 256], the pointwise kernel of
+    cuda/single_channel_pointwise.cu (S6).
 
 The kernel runs a valid plan as given (no re-choice, no clamping); `launch_of(spec, plan)`
 recomputes that launch in Python and `tile_ranges(spec, plan)` the output boxes it writes.
@@ -55,6 +57,15 @@ S5. Measured on Hopper (H200, benchmarks/notes/single_channel.md), the paper's c
     as >= N_sm / 2 tiles remain. Round 1's hint ">= 3 tiles per SM first" measured 5-30 %
     slower at batch 1 (fewer, larger tiles win when everything is resident at once). See
     `_hopper_rule` and the reason string of each plan.
+S6. 1x1 layers on Hopper (beyond the paper): with KH = KW = 1 every output is one product and
+    nothing is reused across taps, so staging an input band and the filters in shared memory
+    only delays the first store. The pointwise kernel (division 3) reads each thread's input
+    and weights from global memory and streams 16-byte stores: on an H100 0.72-0.87x the
+    staged kernel's time on the paper's batch-1 1x1 layers up to 224x224 (NCHW; NHWC 0.79-0.99x
+    up to 112x112), 1.02-1.05x on the larger ones (driver, benchmarks/notes/single_channel.md
+    round 12). It is planned below POINTWISE_MAX_OUT outputs; above, the staged plan is planned
+    and the pointwise one is a measured candidate (candidate_plans), and below it the staged
+    plans are the measured candidates of a pointwise plan.
 """
 from __future__ import annotations
 
@@ -86,6 +97,16 @@ KERNEL_REGS = {(1, 1): 112, (3, 3): 128, (5, 5): 128, (7, 7): 124, "generic": 12
 # Hopper rule (S5), from the H200 measurements in benchmarks/notes/single_channel.md.
 HOPPER_MB_MAX = 32
 HOPPER_ITEMS = 2048
+
+# S6: the pointwise 1x1 kernel's plan attributes [division, P, Q, MB, RB, prefetch, threads]
+# and the output size below which it is planned (above it, a measured candidate).
+POINTWISE_ATTRS = (3, 1, 1, 0, 0, 0, 256)
+POINTWISE_MAX_OUT = 1 << 22
+
+
+def is_pointwise(attrs) -> bool:
+    """Whether single-channel plan attributes name the pointwise 1x1 kernel (S6)."""
+    return tuple(attrs[1:]) == POINTWISE_ATTRS
 
 
 
@@ -132,6 +153,9 @@ def launch_of(spec, plan) -> dict:
     d = spec.dims
     _, division, P, Q, MB, RB, prefetch, T = plan.kernel_attrs
     N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
+    if division == 3:   # pointwise: no tiles and no shared memory; one box per image
+        return dict(division=3, RB=OH, CB=OW, MB=M, prefetch=0, threads=T, tiles=N, SW=0,
+                    shared=0, grid_per_sm=BLOCKS_PER_SM)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     return dict(division=division, RB=RB, CB=CB, MB=MB, prefetch=prefetch, threads=T,
@@ -155,6 +179,8 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
     """Why `attrs` is outside what the kernel runs exactly (empty: valid)."""
     d = spec.dims
     _, division, P, Q, MB, RB, prefetch, T = attrs
+    if division == 3:
+        return [] if is_pointwise(attrs) and d["KH"] == d["KW"] == 1 else ["pointwise"]
     bad = []
     if division not in (1, 2):
         bad.append("division")
@@ -200,7 +226,9 @@ def _largest(lo, hi, ok):
     return None
 
 
-def single_channel_plan(spec, hw, lat):
+def single_channel_plan(spec, hw, lat, pointwise: bool = True):
+    """The plan (S1-S6); `pointwise=False` gives the staged plan a 1x1 layer would have
+    without S6 (the measured alternative to a pointwise plan)."""
     from .planner import Plan, METHOD_IDS, _direct   # lazy: planner imports this module
 
     d = spec.dims
@@ -331,8 +359,26 @@ def single_channel_plan(spec, hw, lat):
         ("shared_bytes_per_block", shared)]
     attrs = (METHOD_IDS["single_channel"], final["division"], P, Q, final["MB"], final["RB"],
              prefetch, T)
-    return Plan("single_channel", f"C == 1, stride 1 (sec 3.1): {why}", hw.name, tuple(q),
+    plan = Plan("single_channel", f"C == 1, stride 1 (sec 3.1): {why}", hw.name, tuple(q),
                 tuple(int(a) for a in attrs))
+    if pointwise and _pointwise_planned(spec, hw):
+        plan = _with_attrs(spec, plan, (plan.kernel_attrs[0],) + POINTWISE_ATTRS,
+                           f"a 1x1 layer of under {POINTWISE_MAX_OUT} outputs runs the "
+                           f"pointwise kernel instead (S6: no staging, every output one product, "
+                           f"streamed out)",
+                           rule="measured (Hopper, 1x1: pointwise)")
+    return plan
+
+
+def _pointwise_candidate(spec, hw) -> bool:
+    d = spec.dims
+    return hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
+
+
+def _pointwise_planned(spec, hw) -> bool:
+    d = spec.dims
+    return (_pointwise_candidate(spec, hw)
+            and d["N"] * d["M"] * d["OH"] * d["OW"] < POINTWISE_MAX_OUT)
 
 
 def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
@@ -396,31 +442,50 @@ def band_rows(OH: int) -> int:
     return _cdiv(OH, _cdiv(OH, RB_MAX))
 
 
-def _with_attrs(spec, plan, attrs, why):
-    """`plan` re-described for another launch of the same kernel (the quantities explain()
-    shows follow the new launch)."""
+def _with_attrs(spec, plan, attrs, why, rule=None):
+    """`plan` re-described for another launch of the single-channel kernels (the quantities
+    explain() shows follow the new launch): a measured variant, or with `rule` a planned
+    launch for the reason `why`."""
     import dataclasses
+    said = f"; {why}" if rule else f"; measured on this device: {why}"
     variant = dataclasses.replace(plan, kernel_attrs=tuple(int(a) for a in attrs),
-                                  reason=f"{plan.reason}; measured on this device: {why}")
+                                  reason=plan.reason + said)
     L = launch_of(spec, variant)
     _, _, P, Q, MB, RB, _, T = variant.kernel_attrs
-    new = {"division": L["division"], "mode": "prefetch" if L["prefetch"] else "volume",
+    mode = ("pointwise" if L["division"] == 3 else "prefetch" if L["prefetch"] else "volume")
+    new = {"division": L["division"], "mode": mode,
            "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
            "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
            "column_tile": L["CB"], "tiles": L["tiles"], "shared_bytes_per_block": L["shared"],
-           "rule": f"measured variant ({why})"}
+           "rule": rule or f"measured variant ({why})"}
+    if L["division"] == 3:   # no tiles: a grid of 256-thread blocks over the work items
+        new.update(Th=spec.dims["M"] * spec.dims["OH"] * spec.dims["OW"], bytes_in_flight=0,
+                   blocks_used="ceil(items / (256 x 1-4 items per thread)), at run time")
     return dataclasses.replace(variant, quantities=tuple((k, new.get(k, v))
                                                          for k, v in plan.quantities))
 
 
 def candidate_plans(spec, hw, plan) -> list:
-    """The planned single-channel plan first, then the valid, distinct VARIANTS of it."""
+    """The planned single-channel plan first, then the valid, distinct VARIANTS of it; for a
+    1x1 layer on Hopper also the other kernel (S6): the pointwise plan after a staged one, or
+    the staged plan without S6 and its variants after a pointwise one."""
     if plan.method != "single_channel":
         return [plan]
     d = spec.dims
     OH, M = d["OH"], d["M"]
-    _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
     out = [plan]
+    if is_pointwise(plan.kernel_attrs):
+        from .planner import latency_model
+        staged = single_channel_plan(spec, hw, latency_model(hw), pointwise=False)
+        if staged.method != "single_channel":
+            return out
+        out.append(_with_attrs(spec, staged, staged.kernel_attrs, "the staged kernel (S1-S5)"))
+        return out + [c for c in candidate_plans(spec, hw, staged)[1:]
+                      if not is_pointwise(c.kernel_attrs)]
+    if _pointwise_candidate(spec, hw):
+        out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + POINTWISE_ATTRS,
+                               "pointwise 1x1 kernel (S6)"))
+    _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
     for division, mb, rb, prefetch, T, why in VARIANTS:
         MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
         if rb == "bands":

@@ -214,6 +214,9 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
     assert len(set(attrs)) == len(attrs)
     for c in cands:
         assert c.method == "single_channel" and ps.valid_attrs(spec, c.kernel_attrs, hw) == []
+        if ps.is_pointwise(c.kernel_attrs):   # the 1x1 kernel (S6): no tiles
+            assert K == 1 and c["mode"] == "pointwise" and c["tiles"] == N
+            continue
         _, division, P, Q, MB, RB, prefetch, T = c.kernel_attrs
         assert (c["division"], c["filters_per_block"], c["rows_per_block"],
                 c["threads_per_block"]) == (division, MB, RB, T)

@@ -164,6 +164,34 @@ def test_paper_kernels(method, cfg):
     _check(cfg)
 
 
+# 1x1 single-channel layers under POINTWISE_MAX_OUT outputs: the pointwise kernel (S6), in its
+# three store orders (float4 along m, float4 along ow with the input plane read as float4s or
+# gathered under padding, scalar), with padding (also negative), batch 64, other permutations.
+POINTWISE = [
+    ConvConfig(1, 1, 512, 28, 28, 1, 1, (1, 1), "VALID", "NHWC", 6201),
+    ConvConfig(2, 1, 64, 30, 30, 1, 1, (1, 1), "VALID", "NCHW", 6202),
+    ConvConfig(3, 1, 30, 17, 23, 1, 1, (1, 1), ((1, 2), (-1, 0)), "NCHW", 6203),
+    ConvConfig(4, 1, 13, 9, 11, 1, 1, (1, 1), "SAME", "NHWC", 6204),
+    ConvConfig(64, 1, 8, 7, 7, 1, 1, (1, 1), ((2, 1), (0, 2)), "NHWC", 6205),
+    ConvConfig(2, 1, 16, 12, 10, 1, 1, (1, 1), "VALID", "NHWC-OIHW-NCHW", 6206),
+    ConvConfig(2, 1, 12, 8, 6, 1, 1, (1, 1), ((1, 0), (0, 1)), "CHWN-HWIO-NHWC", 6207),
+    ConvConfig(1, 1, 7, 5, 5, 1, 1, (1, 1), ((-2, -1), (0, -2)), "NCHW", 6208),
+]
+
+
+@pytest.mark.parametrize("cfg", POINTWISE, ids=lambda c: c.id)
+def test_pointwise_1x1_kernel(cfg):
+    from jax_fastconv import plan_single_channel as ps
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel", ex.reason
+    assert ps.is_pointwise(ex.plan.kernel_attrs) and "pointwise" in str(ex)
+    _check(cfg)
+    x, w = cfg.arrays()
+    f = jax.jit(_fn(cfg))
+    a = np.asarray(f(x, w))
+    np.testing.assert_array_equal(a, np.asarray(f(x, w)))   # same bits again
+
+
 @pytest.mark.parametrize("method,cfg", PAPER[::2] + [("direct", FORCED[-4])],
                          ids=lambda v: v if isinstance(v, str) else v.id)
 def test_deterministic(method, cfg, monkeypatch):

@@ -131,6 +131,9 @@ def test_every_plan_is_a_launch_the_kernel_runs(preset):
         assert plan.method == "single_channel", (spec.describe(), plan.reason)
         a = plan.kernel_attrs
         assert len(a) == 8 and all(type(v) is int for v in a) and a[0] == 1
+        if ps.is_pointwise(a):
+            assert_pointwise_plan(spec, plan, hw)
+            continue
         _, division, P, Q, MB, RB, prefetch, T = a
         # the kernel's supported ranges: the kernel runs this plan exactly
         assert ps.valid_attrs(spec, a, hw) == [], (spec.describe(), a)
@@ -157,6 +160,62 @@ def test_every_plan_is_a_launch_the_kernel_runs(preset):
         assert ntiles == plan["tiles"] == L["tiles"]
         assert plan["blocks_used"] == (min(ntiles, 2 * hw.sm_count) if prefetch else ntiles)
         assert plan["Th"] == d["KH"] * d["KW"] * MB * RB * L["CB"]
+
+
+def assert_pointwise_plan(spec, plan, hw):
+    """S6: a pointwise plan is a 1x1 layer under POINTWISE_MAX_OUT outputs on Hopper, with the
+    kernel's exact attributes, no shared memory, and one output box per image."""
+    d = spec.dims
+    assert hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
+    assert d["N"] * d["M"] * d["OH"] * d["OW"] < ps.POINTWISE_MAX_OUT
+    assert plan.kernel_attrs == (1, 3, 1, 1, 0, 0, 0, 256)
+    assert ps.valid_attrs(spec, plan.kernel_attrs, hw) == []
+    assert (plan["division"], plan["mode"], plan["shared_bytes_per_block"]) == (3, "pointwise", 0)
+    assert plan["rule"] == "measured (Hopper, 1x1: pointwise)" and "S6" in plan.reason
+    r = ps.tile_ranges(spec, plan)
+    assert r["n"] == tuple((n, n + 1) for n in range(d["N"]))
+    assert (r["m"], r["oh"], r["ow"]) == (((0, d["M"]),), ((0, d["OH"]),), ((0, d["OW"]),))
+    assert plan["tiles"] == ps.launch_of(spec, plan)["tiles"] == d["N"]
+
+
+@pytest.mark.parametrize("preset", ["h100", "h200"])
+@pytest.mark.parametrize("N,H,M,lay", [(1, 28, 512, "NHWC"), (1, 224, 64, "NCHW"),
+                                       (1, 512, 32, "NHWC"), (32, 28, 512, "NCHW"),
+                                       (3, 9, 5, "NHWC")])
+def test_1x1_layers_get_the_pointwise_kernel_by_size(preset, N, H, M, lay):
+    """S6: small 1x1 layers plan the pointwise kernel and measure the staged plans after it;
+    large ones plan the staged kernel and measure the pointwise one; 3x3 and Pascal never."""
+    hw = hwm.PRESETS[preset]
+    spec = sc(N, H, M, 1, layout=lay)
+    plan = ps.plan_for(spec, hw)
+    cands = ps.candidate_plans(spec, hw, plan)
+    pointwise = [c for c in cands if ps.is_pointwise(c.kernel_attrs)]
+    assert len(pointwise) == 1 and len({c.kernel_attrs for c in cands}) == len(cands)
+    assert all(ps.valid_attrs(spec, c.kernel_attrs, hw) == [] for c in cands)
+    if N * M * H * H < ps.POINTWISE_MAX_OUT:
+        assert cands[0] is pointwise[0] is plan
+        assert_pointwise_plan(spec, plan, hw)
+        staged = cands[1]   # the plan without S6, then its variants
+        assert staged.kernel_attrs == ps.single_channel_plan(
+            spec, hw, __import__("jax_fastconv.planner").planner.latency_model(hw),
+            pointwise=False).kernel_attrs
+        assert staged["mode"] == "volume" and "staged kernel" in staged["rule"]
+    else:
+        assert cands[1] is pointwise[0] and not ps.is_pointwise(plan.kernel_attrs)
+        assert pointwise[0]["rule"].startswith("measured variant (pointwise")
+    assert ps.is_pointwise(ps.plan_for(sc(N, H, M, 1, layout=lay), hw).kernel_attrs) == (
+        N * M * H * H < ps.POINTWISE_MAX_OUT)
+    assert not any(ps.is_pointwise(c.kernel_attrs)
+                   for c in ps.candidate_plans(sc(N, H, M, 3, layout=lay), hw,
+                                               ps.plan_for(sc(N, H, M, 3, layout=lay), hw)))
+    assert not ps.is_pointwise(ps.plan_for(spec, GTX).kernel_attrs)
+
+
+def test_pointwise_attrs_are_checked():
+    assert ps.valid_attrs(sc(1, 28, 32, 1), (1, 3, 1, 1, 0, 0, 0, 256), GTX) == []
+    assert ps.valid_attrs(sc(1, 28, 32, 3), (1, 3, 1, 1, 0, 0, 0, 256), GTX) == ["pointwise"]
+    assert ps.valid_attrs(sc(1, 28, 32, 1), (1, 3, 1, 1, 0, 0, 0, 128), GTX) == ["pointwise"]
+    assert ps.valid_attrs(sc(1, 28, 32, 1), (1, 3, 1, 1, 8, 0, 0, 256), GTX) == ["pointwise"]
 
 
 @pytest.mark.parametrize("preset", sorted(hwm.PRESETS))

@@ -299,7 +299,11 @@ struct TimeBufs {
     ConvParams p = make_params(c, &b);
     (void)p;
     const double footprint = 4.0 * (double(b.x_elems) + b.w_elems + double(b.y_elems));
-    R = int(std::min(64.0, std::max(2.0, std::ceil(300e6 / footprint))));
+    // SC_ROT_MB: the megabytes the R buffer sets span (default 300: > 2x L2), at most
+    // SC_ROT_RMAX sets (default 64)
+    const double rot = std::getenv("SC_ROT_MB") ? atof(std::getenv("SC_ROT_MB")) * 1e6 : 300e6;
+    const int rmax = std::getenv("SC_ROT_RMAX") ? atoi(std::getenv("SC_ROT_RMAX")) : 64;
+    R = int(std::min(double(rmax), std::max(2.0, std::ceil(rot / footprint))));
     xs.resize(R); ws.resize(R); ys.resize(R);
     for (int r = 0; r < R; ++r) {
       CK(cudaMalloc(&xs[r], b.x_elems * 4)); CK(cudaMalloc(&ws[r], b.w_elems * 4)); CK(cudaMalloc(&ys[r], b.y_elems * 4));
@@ -399,6 +403,11 @@ static bool launch_is_plan(const Case& c, int nsm) {
   Bufs b; ConvParams p = make_params(c, &b);
   long long L[10];
   CK(fastconv::single_channel_launch_config(p, L));
+  if (c.plan[1] == 3) {  // the pointwise 1x1 kernel: no tiles to compare
+    const bool ok = L[0] == 1 && L[1] == 3 && L[6] == 256;
+    if (!ok) printf("LAUNCH != PLAN %s: exact=%lld div=%lld (pointwise plan)\n", c.name.c_str(), L[0], L[1]);
+    return ok;
+  }
   const long long MB = c.plan[4], RB = c.plan[5];
   bool ok = L[0] == 1 && L[1] == c.plan[1] && L[2] == RB && L[4] == MB && L[5] == c.plan[6] &&
             L[6] == c.plan[7];
@@ -419,6 +428,7 @@ static void plan_str(const long long* pl, char* buf, size_t n) {
 static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   std::vector<std::vector<long long>> v;
   if (level <= 0) return v;
+  if (c.KH == 1 && c.KW == 1 && c.plan[1] != 3) v.push_back({1, 3, 1, 1, 0, 0, 0, 256});  // pointwise
   const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
   const long long mbs[] = {8, 16, 32, 64, 128};
   const long long rbs[] = {1, 2, 4, 8, 16};
@@ -477,8 +487,12 @@ int main(int argc, char** argv) {
     Case b = paper_case(3, 19, 37, 5, 1, p2); b.pt = -1; b.pl = 2; b.pb = 3; b.pr = 0; b.name = "small nhwc div2 prefetch";
     long long p3[8] = {1, 2, 0, 1, 0, 4, 0, 96};
     Case d = paper_case(1, 23, 9, 4, 3, p3); d.KW = 2; d.wlay = 2; d.xpitch = 3; d.name = "small generic volume";
+    long long p4[8] = {1, 3, 1, 1, 0, 0, 0, 256};
+    Case e = paper_case(2, 21, 12, 1, 1, p4); e.pt = 1; e.pl = -1; e.pb = 0; e.pr = 2; e.name = "small pointwise nhwc";
+    Case f = paper_case(3, 12, 7, 1, 0, p4); f.name = "small pointwise nchw";
+    Case g = paper_case(1, 9, 5, 1, 4, p4); g.xpitch = 2; g.pt = 2; g.name = "small pointwise generic";
     int bad = 0;
-    for (auto* c : {&a, &b, &d}) bad += !check_case(*c, rng, true).ok;
+    for (auto* c : {&a, &b, &d, &e, &f, &g}) bad += !check_case(*c, rng, true).ok;
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
   }
@@ -493,6 +507,26 @@ int main(int argc, char** argv) {
     // a few with SAME padding and K = 7
     for (int lay : {0, 1}) { Case c = paper_case(2, 224, 64, 7, lay, nullptr); c.pt = c.pb = c.pl = c.pr = 3; cases.push_back(c); }
     for (int i = 0; i < 150; ++i) cases.push_back(random_case(rng, i));
+    // 1x1 layers on the pointwise kernel (plan division 3): any layout, padding (also negative),
+    // filter layout and input pitch; float4 along m, float4 along ow and scalar store orders
+    for (int i = 0; i < 80; ++i) {
+      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+      Case c{};
+      c.name = "pointwise" + std::to_string(i);
+      c.KH = c.KW = 1;
+      c.H = U(0, 3) ? U(1, 80) : U(100, 600); c.W = U(0, 3) ? U(1, 80) : U(100, 600);
+      c.M = U(0, 1) ? 4 * U(1, 40) : U(1, 300);
+      c.N = c.H * c.W * c.M > 2000000 ? 1 : U(1, 64);
+      if (U(0, 1)) { c.pt = U(-2, 3); c.pb = U(-2, 3); c.pl = U(-2, 3); c.pr = U(-2, 3); }
+      if (c.H + c.pt + c.pb < 1) c.pb = 1 - c.H - c.pt;
+      if (c.W + c.pl + c.pr < 1) c.pr = 1 - c.W - c.pl;
+      c.ylay = U(0, 2) ? int(U(0, 1)) : int(U(0, 6));
+      c.wlay = int(U(0, 2));
+      c.xpitch = U(0, 4) == 0 ? int(U(1, 5)) : 0;
+      const long long pl[8] = {1, 3, 1, 1, 0, 0, 0, 256};
+      for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
+      cases.push_back(c);
+    }
     // NCHW rows of OW = 2 mod 4 outputs (flat chunks in the kernel where RB x OW is a multiple
     // of 4 and OH even; the general path otherwise): odd and even RB, both methods, partial tiles
     for (int i = 0; i < 80; ++i) {
