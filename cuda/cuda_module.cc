@@ -105,7 +105,8 @@ constexpr const char* kTimePlansDoc =
     "samples of microseconds per launch. dims, conv and the strides are the FFI attributes "
     "(jax_fastconv.primitive.ffi_attributes); each plan is a Plan.kernel_attrs (8 ints). Each "
     "plan's launches run back to back in a CUDA graph, rotating over buffer sets of its own "
-    "whose outputs exceed 2x the L2 cache (within budget_bytes), in interleaved rounds. "
+    "whose outputs exceed 2x the L2 cache and 6 GiB (within budget_bytes), in interleaved "
+    "rounds. "
     "Raises ValueError for malformed arguments and RuntimeError (naming the plan and the "
     "CUDA error) where a plan fails to launch.";
 

@@ -16,7 +16,14 @@
 namespace fastconv {
 namespace {
 
-constexpr int kMaxSets = 16;            // (input, output) sets a sample rotates over
+constexpr int kMaxSets = 256;           // (input, output) sets a sample rotates over
+// Outputs a sample rotates over, at least (where the budget allows): a launch then writes pages
+// that no launch of the last few GB touched, as in a network whose activations span GBs (and in
+// the benchmark's R calls). Over 300 MB - 2 GB (H100) the launches with many small tiles were up
+// to 1.06x slower than over 2x L2 and unchanged at 6 GB; over 6 GB up to 1.22x (b32 28x28 M512
+// 1x1 NHWC, RB 4: 17.9 -> 21.8 us) while whole-map bands were not, so a 2x-L2 rotation picked
+// launches that ran 1.29x slower in the benchmark (benchmarks/notes/single_channel.md round 12).
+constexpr size_t kRotateBytes = size_t(6) << 30;
 constexpr int kMinIters = 4, kMaxIters = 512;
 constexpr int kCalibrationLaunches = 8;
 constexpr double kSampleUs = 1000.0;    // aimed device time of one sample
@@ -185,8 +192,8 @@ std::vector<std::vector<double>> time_plans(const ConvParams& base,
   }
   if (ws_elems > kMaxElems) throw std::invalid_argument("time_plans: workspace too large");
 
-  // S sets of (input, output): their outputs together beyond 2x L2, within the budget and
-  // half the free device memory (the caller's framework keeps the rest).
+  // S sets of (input, output): their outputs together beyond 2x L2 and kRotateBytes, within
+  // the budget and half the free device memory (the caller's framework keeps the rest).
   size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   const size_t avail = std::min(budget_bytes, free_bytes / 2);
@@ -197,7 +204,8 @@ std::vector<std::vector<double>> time_plans(const ConvParams& base,
         "time_plans: one set of buffers (" + std::to_string(fixed + per_set) +
         " bytes) does not fit the budget (" + std::to_string(avail) + " bytes: min(budget_bytes " +
         std::to_string(budget_bytes) + ", half the free device memory))");
-  const size_t wanted = std::min<size_t>(kMaxSets, 2 * static_cast<size_t>(l2_bytes) / y_bytes + 1);
+  const size_t span = std::max(2 * static_cast<size_t>(l2_bytes), kRotateBytes);
+  const size_t wanted = std::min<size_t>(kMaxSets, span / y_bytes + 1);
   const int S = static_cast<int>(std::max<size_t>(1, std::min(wanted, (avail - fixed) / per_set)));
 
   Resources r;

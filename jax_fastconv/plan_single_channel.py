@@ -60,12 +60,13 @@ S5. Measured on Hopper (H200, benchmarks/notes/single_channel.md), the paper's c
 S6. 1x1 layers on Hopper (beyond the paper): with KH = KW = 1 every output is one product and
     nothing is reused across taps, so staging an input band and the filters in shared memory
     only delays the first store. The pointwise kernel (division 3) reads each thread's input
-    and weights from global memory and streams 16-byte stores: on an H100 0.72-0.87x the
-    staged kernel's time on the paper's batch-1 1x1 layers up to 224x224 (NCHW; NHWC 0.79-0.99x
-    up to 112x112), 1.02-1.05x on the larger ones (driver, benchmarks/notes/single_channel.md
-    round 12). It is planned below POINTWISE_MAX_OUT outputs; above, the staged plan is planned
-    and the pointwise one is a measured candidate (candidate_plans), and below it the staged
-    plans are the measured candidates of a pointwise plan.
+    and weights from global memory and streams 16-byte stores: on an H100 0.72-0.82x the
+    staged kernel's time on the paper's batch-1 1x1 layers up to 112x112 NCHW and 0.79-0.87x
+    up to 56x56 NHWC (1.00x at 112x112), 0.89x / 1.02x at 224x224 and 1.02-1.05x on the larger
+    ones (driver, benchmarks/notes/single_channel.md round 12). It is planned below
+    POINTWISE_MAX_OUT outputs, where the staged plans are its measured alternatives
+    (candidate_plans); above, the staged kernel runs alone (a first bench that also measured
+    the pointwise kernel there picked it on four layers and ran them 1.01-1.12x slower).
 """
 from __future__ import annotations
 
@@ -370,14 +371,9 @@ def single_channel_plan(spec, hw, lat, pointwise: bool = True):
     return plan
 
 
-def _pointwise_candidate(spec, hw) -> bool:
-    d = spec.dims
-    return hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
-
-
 def _pointwise_planned(spec, hw) -> bool:
     d = spec.dims
-    return (_pointwise_candidate(spec, hw)
+    return (hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
             and d["N"] * d["M"] * d["OH"] * d["OW"] < POINTWISE_MAX_OUT)
 
 
@@ -466,9 +462,8 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
 
 
 def candidate_plans(spec, hw, plan) -> list:
-    """The planned single-channel plan first, then the valid, distinct VARIANTS of it; for a
-    1x1 layer on Hopper also the other kernel (S6): the pointwise plan after a staged one, or
-    the staged plan without S6 and its variants after a pointwise one."""
+    """The planned single-channel plan first, then the valid, distinct VARIANTS of it; after a
+    pointwise plan (S6), the staged plan the layer would have without S6, then its variants."""
     if plan.method != "single_channel":
         return [plan]
     d = spec.dims
@@ -480,11 +475,7 @@ def candidate_plans(spec, hw, plan) -> list:
         if staged.method != "single_channel":
             return out
         out.append(_with_attrs(spec, staged, staged.kernel_attrs, "the staged kernel (S1-S5)"))
-        return out + [c for c in candidate_plans(spec, hw, staged)[1:]
-                      if not is_pointwise(c.kernel_attrs)]
-    if _pointwise_candidate(spec, hw):
-        out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + POINTWISE_ATTRS,
-                               "pointwise 1x1 kernel (S6)"))
+        return out + candidate_plans(spec, hw, staged)[1:]
     _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
     for division, mb, rb, prefetch, T, why in VARIANTS:
         MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
