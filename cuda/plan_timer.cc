@@ -19,10 +19,11 @@ namespace {
 constexpr int kMaxSets = 256;           // (input, output) sets a sample rotates over
 // Outputs a sample rotates over, at least (where the budget allows): a launch then writes pages
 // that no launch of the last few GB touched, as in a network whose activations span GBs (and in
-// the benchmark's R calls). Over 300 MB - 2 GB (H100) the launches with many small tiles were up
-// to 1.06x slower than over 2x L2 and unchanged at 6 GB; over 6 GB up to 1.22x (b32 28x28 M512
-// 1x1 NHWC, RB 4: 17.9 -> 21.8 us) while whole-map bands were not, so a 2x-L2 rotation picked
-// launches that ran 1.29x slower in the benchmark (benchmarks/notes/single_channel.md round 12).
+// the benchmark's R calls). Spread over 1-6 GB instead of 2x L2 (H100), launches of many small
+// tiles ran up to 1.08x slower (b32 112x112 M128 1x1 NHWC, RB 4, from ~1 GB on) and 1.22x (b32
+// 28x28 M512 1x1 NHWC, RB 4, 17.9 -> 21.8 us, between 2 and 6 GB) while whole-map bands did not,
+// so a 2x-L2 rotation picked launches that ran up to 1.29x slower in the benchmark
+// (benchmarks/notes/single_channel.md round 12).
 constexpr size_t kRotateBytes = size_t(6) << 30;
 constexpr int kMinIters = 4, kMaxIters = 512;
 constexpr int kCalibrationLaunches = 8;

@@ -62,8 +62,8 @@ S6. 1x1 layers on Hopper (beyond the paper): with KH = KW = 1 every output is on
     only delays the first store. The pointwise kernel (division 3) reads each thread's input
     and weights from global memory and streams 16-byte stores: on an H100 0.72-0.82x the
     staged kernel's time on the paper's batch-1 1x1 layers up to 112x112 NCHW and 0.79-0.87x
-    up to 56x56 NHWC (1.00x at 112x112), 0.89x / 1.02x at 224x224 and 1.02-1.05x on the larger
-    ones (driver, benchmarks/notes/single_channel.md round 12). It is planned below
+    up to 56x56 NHWC (1.00x at 112x112), 0.89x / 1.02x at 224x224 and 0.91-1.05x on the larger
+    ones, 1.02-1.05x at batch 1 (driver, benchmarks/notes/single_channel.md round 12). It is planned below
     POINTWISE_MAX_OUT outputs, where the staged plans are its measured alternatives
     (candidate_plans); above, the staged kernel runs alone (a first bench that also measured
     the pointwise kernel there picked it on four layers and ran them 1.01-1.12x slower).
