@@ -21,11 +21,8 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
                                   cudaStream_t stream);
 
 // single_channel_pointwise.cu: the single-channel 1x1 kernel (C == 1, KH == KW == 1, stride 1;
-// no staging), and the store order it takes for these buffers (0 scalar, 1 float4 along m,
-// 2 float4 along ow).
+// no staging) and the layers it runs.
 bool single_channel_pointwise_supported(const ConvParams& p);
-int single_channel_pointwise_order(const ConvParams& p, const float* x, const float* w,
-                                   const float* y);
 cudaError_t launch_single_channel_pointwise(const ConvParams& p, const float* x, const float* w,
                                             float* y, cudaStream_t stream);
 

@@ -120,7 +120,6 @@ __global__ void __launch_bounds__(kPWThreads)
   const long long first = (long long)blockIdx.x * a.per_block;
   const long long end = min(a.items, first + a.per_block);
   for (long long base = first + threadIdx.x; base < end; base += kPWUnroll * stride) {
-    const long long items = end;  // items past the block's range are the next block's
     if (ORDER == kAlongM) {
       float xv[kPWUnroll];
       float4 wv[kPWUnroll];
@@ -129,7 +128,7 @@ __global__ void __launch_bounds__(kPWThreads)
       for (int u = 0; u < kPWUnroll; ++u) {
         const long long it = base + u * stride;
         yp[u] = nullptr;
-        if (it >= items) continue;
+        if (it >= end) continue;
         const PWItem t = decode<kAlongM>(a, it);
         xv[u] = input_at(a, x, t.n, t.oh, t.ow);
         wv[u] = __ldg(reinterpret_cast<const float4*>(w + t.m));  // w_so == 1, aligned
@@ -144,7 +143,7 @@ __global__ void __launch_bounds__(kPWThreads)
 #pragma unroll
       for (int u = 0; u < kPWUnroll; ++u) {
         const long long it = base + u * stride;
-        if (it >= items) break;
+        if (it >= end) break;
         const PWItem t = decode<kAlongOW>(a, it);
         const int p = t.oh;  // flat pixel of the plane, a multiple of 4
         float4 xv;
@@ -174,7 +173,7 @@ __global__ void __launch_bounds__(kPWThreads)
 #pragma unroll
       for (int u = 0; u < kPWUnroll; ++u) {
         const long long it = base + u * stride;
-        if (it >= items) break;
+        if (it >= end) break;
         const PWItem t = decode<kScalar>(a, it);
         const float v = __ldg(w + t.m * a.w_so) * input_at(a, x, t.n, t.oh, t.ow);
         __stcs(y + t.n * a.y_sn + t.m * a.y_sc + t.oh * a.y_sh + t.ow * a.y_sw, v);
@@ -184,7 +183,7 @@ __global__ void __launch_bounds__(kPWThreads)
 }
 
 // The store order for these buffers (see the header comment).
-int pick_order(const ConvParams& p, const float* x, const float* w, const float* y) {
+int pick_order(const ConvParams& p, const float* w, const float* y) {
   const bool y16 = aligned16(y);
   if (y16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
       p.y_sw % 4 == 0 && p.w_so == 1 && aligned16(w))
@@ -192,7 +191,6 @@ int pick_order(const ConvParams& p, const float* x, const float* w, const float*
   if (y16 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 && p.y_sc % 4 == 0 &&
       p.y_sn % 4 == 0)
     return kAlongOW;
-  (void)x;
   return kScalar;
 }
 
@@ -255,11 +253,6 @@ bool single_channel_pointwise_supported(const ConvParams& p) {
          p.pad_left > -(1 << 30) && p.pad_left < (1 << 30);
 }
 
-int single_channel_pointwise_order(const ConvParams& p, const float* x, const float* w,
-                                   const float* y) {
-  return pick_order(p, x, w, y);
-}
-
 cudaError_t launch_single_channel_pointwise(const ConvParams& p, const float* x, const float* w,
                                             float* y, cudaStream_t stream) {
   if (!single_channel_pointwise_supported(p)) return cudaErrorInvalidValue;
@@ -267,7 +260,7 @@ cudaError_t launch_single_channel_pointwise(const ConvParams& p, const float* x,
   DeviceInfo dev;
   cudaError_t err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
-  const int order = pick_order(p, x, w, y);
+  const int order = pick_order(p, w, y);
   const PWArgs a = make_args(p, x, order);
   if (order == kAlongM) return launch_order<kAlongM>(a, dev, x, w, y, stream);
   if (order == kAlongOW) return launch_order<kAlongOW>(a, dev, x, w, y, stream);
