@@ -164,6 +164,51 @@ def test_paper_kernels(method, cfg):
     _check(cfg)
 
 
+def _single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
+    """`count` random C = 1, stride-1 layers for the single-channel kernels (issue 6): odd and
+    non-square maps (1-90 pixels a side) and kernels (1x1 to 9x9, 1x7, 5x3, 4x6, ...), every
+    padding kind (explicit pairs with negative entries too), batch 1-64, 1-130 filters, both
+    main layouts and the other permutations; outputs kept under 4 M elements."""
+    from _helpers import RANDOM_LAYOUTS, _valid
+    rng = np.random.default_rng(seed)
+    kernels = [(1, 1), (3, 3), (5, 5), (7, 7), (1, 7), (7, 1), (5, 3), (2, 2), (4, 6), None]
+    out = []
+    while len(out) < count:
+        i = len(out)
+        k = kernels[int(rng.integers(len(kernels)))]
+        kh, kw = k if k else (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
+        n = int(rng.choice([1, 1, 2, 3, 5, 16, 64]))
+        m = int(rng.choice([1, 3, 8, 13, 32, 64, 130]))
+        h, w = int(rng.integers(1, 91)), int(rng.integers(1, 91))
+        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit", "explicit"])
+        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
+               if kind == "explicit" else str(kind))
+        layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
+        cfg = ConvConfig(n, 1, m, h, w, kh, kw, (1, 1), pad, layout, seed + i)
+        if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000:
+            out.append(cfg)
+    return out
+
+
+SINGLE_CHANNEL_RANDOM = _single_channel_configs(120, seed=7000)
+
+
+def test_single_channel_random_count():
+    cfgs = SINGLE_CHANNEL_RANDOM
+    assert len(cfgs) >= 100 and all(c.c == 1 and c.strides == (1, 1) for c in cfgs)
+    assert {c.layout for c in cfgs} >= {"NCHW", "NHWC"} and max(c.n for c in cfgs) == 64
+    assert any(c.kh != c.kw for c in cfgs) and any(c.h % 2 and c.h != c.w for c in cfgs)
+    assert any(not isinstance(c.padding, str) and min(min(p) for p in c.padding) < 0
+               for c in cfgs)
+
+
+@pytest.mark.parametrize("cfg", SINGLE_CHANNEL_RANDOM, ids=lambda c: c.id)
+def test_single_channel_random_vs_lax(cfg):
+    """Issue 6: >= 100 random C = 1 layers on the single-channel kernels (staged or pointwise)
+    against lax HIGHEST, relative error <= 1e-5."""
+    _check(cfg)
+
+
 # 1x1 single-channel layers under POINTWISE_MAX_OUT outputs: the pointwise kernel (S6), in its
 # three store orders (float4 along m, float4 along ow with the input plane read as float4s or
 # gathered under padding, scalar), with padding (also negative), batch 64, other permutations.
