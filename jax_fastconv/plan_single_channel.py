@@ -100,7 +100,7 @@ HOPPER_MB_MAX = 32
 HOPPER_ITEMS = 2048
 
 # S6: the pointwise 1x1 kernel's plan attributes [division, P, Q, MB, RB, prefetch, threads]
-# and the output size below which it is planned (above it, a measured candidate).
+# and the output size below which it is planned (above it, the staged kernel runs alone).
 POINTWISE_ATTRS = (3, 1, 1, 0, 0, 0, 256)
 POINTWISE_MAX_OUT = 1 << 22
 
