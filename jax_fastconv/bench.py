@@ -27,9 +27,11 @@ Method (design.md, "Measuring"):
   hard guard (``--max-gb``, default 40% of device memory) is skipped. Each case records its R.
 * Device span (CUPTI, on a GPU; ``--no-device-time`` skips it): after the wall rounds, one
   ``jax.profiler`` trace per case in which the compiled calls run 3 times each, interleaved,
-  each followed by ``block_until_ready`` and a 3 ms sleep. The GPU stream kernel events are
+  each followed by ``block_until_ready`` and a 10 ms sleep. The GPU stream kernel events are
   sorted by start and split into clusters at gaps > 1.5 ms; when there are as many clusters
-  as calls, cluster i is call i. ``device_us`` = median over an impl's calls of (last kernel
+  as calls, cluster i is call i. Where there are more (a host stall inside a call), the
+  extra clusters merge across the smallest gaps when each is at most a third of every gap
+  left between calls, and the note says so. ``device_us`` = median over an impl's calls of (last kernel
   end - first kernel start) / R, ``kernel_us`` = median of (sum of kernel durations) / R.
   This leaves out the host-side fixed cost of the call (it keeps the gaps between the
   call's kernels). When the clusters do not match the calls, or the trace fails, the case
@@ -90,8 +92,9 @@ def r_rule(r_max: int = MAX_R) -> str:
 
 R_RULE = r_rule()
 DEVICE_CALLS = 3           # traced calls per impl (device span)
-DEVICE_SLEEP_S = 3e-3      # host sleep after each traced call
+DEVICE_SLEEP_S = 10e-3     # host sleep after each traced call
 DEVICE_GAP_NS = 1.5e6      # kernel clusters split at gaps longer than this
+DEVICE_MERGE_RATIO = 3.0   # extra clusters merge across gaps <= 1/3 of every gap between calls
 DEFAULT_ROUNDS = 7
 DEFAULT_WARMUP = 2
 DEFAULT_OUT = os.path.join("benchmarks", "results")
@@ -404,6 +407,33 @@ def cluster_kernel_events(events: Sequence[KernelEvent], *,
     return clusters
 
 
+def _merge_clusters(clusters: list[dict], n: int,
+                    ratio: float = DEVICE_MERGE_RATIO) -> tuple[list[dict], str | None]:
+    """``clusters`` (in time order, more than ``n``) merged into ``n`` at their smallest gaps,
+    with a note, when every merged gap is at most 1/``ratio`` of every gap kept (a host stall
+    inside one call, not a call boundary: the calls are a sleep apart); else unchanged."""
+    gaps = [b["start_ns"] - a["end_ns"] for a, b in zip(clusters, clusters[1:])]
+    order = sorted(range(len(gaps)), key=gaps.__getitem__)
+    merged, kept = order[:len(clusters) - n], order[len(clusters) - n:]
+    if kept and max(gaps[i] for i in merged) * ratio > min(gaps[i] for i in kept):
+        return clusters, None
+    out: list[dict] = []
+    for i, c in enumerate(clusters):
+        if i == 0 or (i - 1) not in merged:
+            out.append(dict(c, names=list(c["names"])))
+            continue
+        cur = out[-1]
+        cur["end_ns"] = max(cur["end_ns"], c["end_ns"])
+        cur["span_ns"] = cur["end_ns"] - cur["start_ns"]
+        cur["busy_ns"] += c["busy_ns"]
+        cur["kernels"] += c["kernels"]
+        cur["names"] += [x for x in c["names"] if x not in cur["names"]]
+    note = (f"{len(clusters)} clusters for {n} traced calls: merged across the "
+            f"{len(merged)} smallest gaps (<= {max(gaps[i] for i in merged) / 1e6:.2f} ms; "
+            f"gaps between calls >= {min(gaps[i] for i in kept) / 1e6:.2f} ms)" if kept else None)
+    return out, note
+
+
 def device_times_from_events(events: Sequence[KernelEvent], calls: Sequence[str], R: int, *,
                              gap_ns: float = DEVICE_GAP_NS) -> dict:
     """Per-conv device times from the kernel events of a trace in which the jitted calls named
@@ -411,9 +441,10 @@ def device_times_from_events(events: Sequence[KernelEvent], calls: Sequence[str]
 
     Returns {"device_us": {impl: median span / R}, "kernel_us": {impl: median busy / R},
     "device_samples_us": {impl: [span / R per call]}, "kernels": {impl: {"per_conv": median
-    kernel count / R, "names": [...]}}, "note": None or why the values are None}. The
-    clusters are assigned to the calls in order only when there are as many clusters as
-    calls; otherwise every value is None and the note says what was found."""
+    kernel count / R, "names": [...]}}, "note": None, why the values are None, or which
+    clusters were merged}. The clusters are assigned to the calls in order only when there are
+    as many clusters as calls, after ``_merge_clusters`` where there are more; otherwise every
+    value is None and the note says what was found."""
     impls = list(dict.fromkeys(calls))
     res: dict = {"device_us": {k: None for k in impls}, "kernel_us": {k: None for k in impls},
                  "device_samples_us": {}, "kernels": {}, "note": None}
@@ -424,6 +455,8 @@ def device_times_from_events(events: Sequence[KernelEvent], calls: Sequence[str]
     if not clusters:
         res["note"] = "no GPU kernel events in the trace"
         return res
+    if len(clusters) > len(calls):
+        clusters, res["note"] = _merge_clusters(clusters, len(calls))
     if len(clusters) != len(calls):
         res["note"] = (f"{len(clusters)} clusters of GPU kernels (split at gaps > "
                        f"{gap_ns / 1e6:g} ms) for {len(calls)} traced calls: not assigned")

@@ -466,6 +466,20 @@ def test_device_times_from_events():
     bad = bench.device_times_from_events(ev + [(t + 5e6, 100, "stray")], calls, R)
     assert bad["device_us"] == {"fastconv": None, "lax_highest": None, "lax_default": None}
     assert bad["kernel_us"]["fastconv"] is None and "10 clusters" in bad["note"]
+    # a host stall inside a call: its kernels split 2 ms apart (over the 1.5 ms gap) while
+    # the calls are 20 ms apart (a sleep) -> merged back into that call, with a note
+    st_calls, st_ev = ["fastconv", "lax_highest"] * 3, []
+    for i, name in enumerate(st_calls):
+        ks = ([(0, 1e4, "k"), (2e6, 1e4, "k")] if i == 1 else [(0, 1e4, "k"), (0, 1e4, "k")])
+        st_ev += _call_events(20e6 * i, ks)
+    st = bench.device_times_from_events(st_ev, st_calls, R)
+    assert "7 clusters for 6 traced calls: merged across the 1 smallest" in st["note"]
+    assert st["device_us"]["fastconv"] == pytest.approx(20.0 / R)
+    assert st["device_samples_us"]["lax_highest"] == pytest.approx([2020.0 / R, 20 / R, 20 / R])
+    assert st["kernel_us"]["lax_highest"] == pytest.approx(20.0 / R)
+    # a gap that is not clearly smaller than the gaps between calls is never merged
+    assert bench._merge_clusters(bench.cluster_kernel_events(
+        [(0, 10, "a"), (4e6, 10, "b"), (9e6, 10, "c")]), 2)[1] is None
     empty = bench.device_times_from_events([], calls, R)
     assert empty["device_us"]["fastconv"] is None and "no GPU kernel events" in empty["note"]
     assert bench.device_times_from_events(ev, [], R)["note"] == "no calls were traced"
