@@ -16,7 +16,7 @@ cudaError_t launch_direct(const ConvParams& p, const float* x, const float* w, f
                           cudaStream_t stream);
 
 // single_channel.cu: paper section 3.1 (requires C == 1, stride 1). A plan of division 3
-// runs the 1x1 kernel below.
+// runs the 1x1 kernel below, one of division 4 the strided kernel.
 cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                   cudaStream_t stream);
 
@@ -25,6 +25,12 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
 bool single_channel_pointwise_supported(const ConvParams& p);
 cudaError_t launch_single_channel_pointwise(const ConvParams& p, const float* x, const float* w,
                                             float* y, cudaStream_t stream);
+
+// single_channel_strided.cu: the single-channel kernel for strides > 1 (C == 1; plan division
+// 4) and the layers it runs.
+bool single_channel_strided_supported(const ConvParams& p);
+cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, const float* w,
+                                          float* y, cudaStream_t stream);
 
 // multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, any stride). `workspace`
 // (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh) and the

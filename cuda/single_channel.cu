@@ -26,6 +26,9 @@
 //   division 3 (1x1 kernels only, plan [1, 3, 1, 1, 0, 0, 0, 256]): no tiles and no staging:
 //        the pointwise kernel of single_channel_pointwise.cu writes every output from global
 //        loads (pointwise_plan); any other K, or other values, take the defensive path.
+//   division 4 (stride > 1 only, plan [1, 4, 1, 1, 0, 0, 0, 256]): the strided kernel of
+//        single_channel_strided.cu (strided_plan); stride 1 is rejected like any stride
+//        outside it.
 //   MB = plan[4] filters per tile: a multiple of TM = 8 in [8, 128] (may exceed M: the
 //        missing filters are zeros and never stored).
 //   RB = plan[5] output rows per tile, in [1, min(OH, 64)].
@@ -53,7 +56,8 @@
 //   RB clamped to [1, min(OH, 64)] and to the input buffer; shared memory fitted by fewer
 //   filters, then volume, then fewer rows; threads rounded to a warp in [64, 256] and cut to
 //   the work items of a tile; prefetch grid from the occupancy API.
-//   Returns cudaErrorInvalidValue for C != 1, stride != 1, KH/KW < 1, KH*KW > 4096.
+//   Returns cudaErrorInvalidValue for C != 1, stride != 1 (but division 4), KH/KW < 1,
+//   KH*KW > 4096.
 
 // Register tile: each thread computes TM = 8 filters x TP = 4 consecutive output columns of
 // one row (TM = 4 where pick_tm says so: NHWC-like outputs, 5x5 or small 3x3; and then TP = 8
@@ -595,6 +599,14 @@ bool pointwise_plan(const ConvParams& p) {
          a[7] == 256 && single_channel_pointwise_supported(p);
 }
 
+// A plan for the strided kernel (division 4, exactly [1, 4, 1, 1, 0, 0, 0, 256]) on a layer
+// it runs.
+bool strided_plan(const ConvParams& p) {
+  const int64_t* a = p.plan;
+  return a[1] == 4 && a[2] == 1 && a[3] == 1 && a[4] == 0 && a[5] == 0 && a[6] == 0 &&
+         a[7] == 256 && single_channel_strided_supported(p);
+}
+
 // The launch one ConvParams resolves to (host side, no CUDA calls past the device query).
 struct Resolved {
   SCArgs a{};
@@ -897,6 +909,11 @@ cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo&
 // {exact (1: the plan ran as given), division, RB, CB, MB, prefetch, threads, grid (0: from
 // the occupancy API), shared bytes, layout}.
 cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10]) {
+  if (strided_plan(p)) {  // no tiles; shared memory: one slab of filters; layout: the order
+    const long long v[10] = {1, 4, 0, 0, 0, 0, 256, 0, 0, -1};
+    for (int i = 0; i < 10; ++i) out[i] = v[i];
+    return cudaSuccess;
+  }
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
   if (pointwise_plan(p)) {  // no tiles, no shared memory; layout: the store order
@@ -918,6 +935,7 @@ cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10])
 
 cudaError_t launch_single_channel(const ConvParams& p, const float* x, const float* w, float* y,
                                   cudaStream_t stream) {
+  if (strided_plan(p)) return launch_single_channel_strided(p, x, w, y, stream);
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
   if (p.out_elems() == 0) return cudaSuccess;

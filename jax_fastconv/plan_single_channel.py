@@ -11,7 +11,8 @@ cuda/single_channel.cu (its header comment: "Mapping of plan[1..7]"):
     contiguous tile ranges (double buffered), 0 = volume method, one block per tile;
     threads a multiple of 32 in [64, 256]. The column tile CB follows from RB (`column_tile`).
     Division 3 (1x1 kernels only): exactly [1, 3, 1, 1, 0, 0, 0, 256], the pointwise kernel of
-    cuda/single_channel_pointwise.cu (S6).
+    cuda/single_channel_pointwise.cu (S6). Division 4 (strides > 1 only): exactly
+    [1, 4, 1, 1, 0, 0, 0, 256], the strided kernel of cuda/single_channel_strided.cu (S7).
 
 The kernel runs a valid plan as given (no re-choice, no clamping); `launch_of(spec, plan)`
 recomputes that launch in Python and `tile_ranges(spec, plan)` the output boxes it writes.
@@ -67,6 +68,14 @@ S6. 1x1 layers on Hopper (beyond the paper): with KH = KW = 1 every output is on
     POINTWISE_MAX_OUT outputs, where the staged plans are its measured alternatives
     (candidate_plans); above, the staged kernel runs alone (a first bench that also measured
     the pointwise kernel there picked it on four layers and ran them 1.01-1.12x slower).
+S7. Strides (beyond the paper, whose section 3.1 is stride 1): the staged kernel reads a
+    tap's inputs as consecutive floats of a shared line, which a stride breaks. A layer with
+    a stride > 1 runs the strided kernel (division 4): the filters of a slab of MB filters in
+    shared memory (MB the smallest power of two >= M, at most 128, halved until the slab's
+    weights fit 48 KB: `strided_filters`), each thread 4 filters x 4 output columns of one
+    row from a window read with __ldg (the input is M s_h s_w times smaller than the output:
+    the output stores bound these layers as they do the stride-1 ones). Layers the kernel's
+    index range does not cover (`strided_supported`) run the direct kernel's plan (lax).
 """
 from __future__ import annotations
 
@@ -108,6 +117,49 @@ POINTWISE_MAX_OUT = 1 << 22
 def is_pointwise(attrs) -> bool:
     """Whether single-channel plan attributes name the pointwise 1x1 kernel (S6)."""
     return tuple(attrs[1:]) == POINTWISE_ATTRS
+
+
+# S7: the strided kernel's plan attributes, its slab of filters and the layers it runs
+# (cuda/single_channel_strided.cu: slab_filters, single_channel_strided_supported).
+STRIDED_ATTRS = (4, 1, 1, 0, 0, 0, 256)
+STRIDED_MB_MAX = 128
+STRIDED_SHARED_FLOATS = 48 * 1024 // 4
+
+
+def is_strided(attrs) -> bool:
+    """Whether single-channel plan attributes name the strided kernel (S7)."""
+    return tuple(attrs[1:]) == STRIDED_ATTRS
+
+
+def strided_filters(M: int, KH: int, KW: int) -> int:
+    """MB of the strided kernel: the smallest power of two >= M in [4, 128], halved until the
+    slab's KH x KW x MB weights fit 48 KB; 0 when 4 filters do not."""
+    mb = 4
+    while mb < STRIDED_MB_MAX and mb < M:
+        mb *= 2
+    while mb > 4 and KH * KW * mb > STRIDED_SHARED_FLOATS:
+        mb //= 2
+    return mb if KH * KW * mb <= STRIDED_SHARED_FLOATS else 0
+
+
+def strided_supported(spec) -> str | None:
+    """None when the strided kernel runs `spec` (C = 1, a stride > 1), else why not."""
+    d = spec.dims
+    sh, sw = spec.window_strides
+    big = 1 << 30
+    if d["C"] != 1 or (sh, sw) == (1, 1):
+        return "the strided kernel is for C = 1 with a stride > 1"
+    (pt, _), (pl, _) = spec.padding
+    if (max(d["H"], d["W"], d["OH"], d["OW"], d["M"], d["N"], sh, sw, d["KH"], d["KW"]) >= big
+            or not -big < pt < big or not -big < pl < big
+            or (d["OH"] - 1) * sh + d["KH"] >= big or (d["OW"] - 1) * sw + d["KW"] >= big):
+        return "a size over 2^30 (the kernel's 32-bit index math)"
+    mb = strided_filters(d["M"], d["KH"], d["KW"])
+    if mb == 0:
+        return (f"a {d['KH']}x{d['KW']} kernel: 4 filters' weights exceed the 48 KB slab")
+    if d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // 4) >= 1 << 31 or _cdiv(d["M"], mb) > 65535:
+        return "over 2^31 work items per slab or 65535 slabs"
+    return None
 
 
 
@@ -157,6 +209,11 @@ def launch_of(spec, plan) -> dict:
     if division == 3:   # pointwise: no tiles and no shared memory; one box per image
         return dict(division=3, RB=OH, CB=OW, MB=M, prefetch=0, threads=T, tiles=N, SW=0,
                     shared=0, grid_per_sm=BLOCKS_PER_SM)
+    if division == 4:   # strided: a box per image and slab of filters, the slab's weights shared
+        MB = strided_filters(M, KH, KW)
+        return dict(division=4, RB=OH, CB=OW, MB=MB, prefetch=0, threads=T,
+                    tiles=N * _cdiv(M, MB), SW=0, shared=4 * KH * KW * MB,
+                    grid_per_sm=BLOCKS_PER_SM)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     return dict(division=division, RB=RB, CB=CB, MB=MB, prefetch=prefetch, threads=T,
@@ -182,6 +239,8 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
     _, division, P, Q, MB, RB, prefetch, T = attrs
     if division == 3:
         return [] if is_pointwise(attrs) and d["KH"] == d["KW"] == 1 else ["pointwise"]
+    if division == 4:
+        return [] if is_strided(attrs) and strided_supported(spec) is None else ["strided"]
     bad = []
     if division not in (1, 2):
         bad.append("division")
@@ -371,6 +430,34 @@ def single_channel_plan(spec, hw, lat, pointwise: bool = True):
     return plan
 
 
+def strided_plan(spec, hw, lat):
+    """S7: the strided kernel's plan for a C = 1 layer with a stride > 1 (the direct plan,
+    which runs lax, where the kernel does not cover the layer)."""
+    from .planner import Plan, METHOD_IDS, _direct   # lazy: planner imports this module
+
+    d = spec.dims
+    stride = tuple(spec.window_strides)
+    why_not = strided_supported(spec)
+    if why_not is not None:
+        return _direct(hw, f"stride {stride}: {why_not}", lat)
+    N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
+    MB = strided_filters(M, KH, KW)
+    items = N * OH * _cdiv(OW, 4) * (MB // 4)
+    q = list(lat.items()) + [
+        ("rule", "strided (S7)"), ("division", 4), ("mode", "strided"),
+        ("filters_per_block", MB), ("filters_per_piece", MB),
+        ("rows_per_block", "1-4 items of 4 columns per thread, contiguous item ranges"),
+        ("threads_per_block", 256), ("tiles", N * _cdiv(M, MB)),
+        ("shared_bytes_per_block", 4 * KH * KW * MB),
+        ("Th", KH * KW * 4 * 4), ("work_items", items * _cdiv(M, MB))]
+    attrs = (METHOD_IDS["single_channel"],) + STRIDED_ATTRS
+    why = (f"C == 1, stride {stride} (S7, beyond sec 3.1's stride 1): the strided kernel: "
+           f"slabs of MB = {MB} filters with their {KH}x{KW} weights in shared memory "
+           f"({4 * KH * KW * MB} B), each thread 4 filters x 4 output columns of a row from a "
+           f"window read through L1; the output's {4 * N * M * OH * OW} B of stores bound it")
+    return Plan("single_channel", why, hw.name, tuple(q), attrs)
+
+
 def _pointwise_planned(spec, hw) -> bool:
     d = spec.dims
     return (hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
@@ -448,7 +535,8 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
                                   reason=plan.reason + said)
     L = launch_of(spec, variant)
     _, _, P, Q, MB, RB, _, T = variant.kernel_attrs
-    mode = ("pointwise" if L["division"] == 3 else "prefetch" if L["prefetch"] else "volume")
+    mode = ({3: "pointwise", 4: "strided"}.get(L["division"])
+            or ("prefetch" if L["prefetch"] else "volume"))
     new = {"division": L["division"], "mode": mode,
            "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
            "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
@@ -464,7 +552,7 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
 def candidate_plans(spec, hw, plan) -> list:
     """The planned single-channel plan first, then the valid, distinct VARIANTS of it; after a
     pointwise plan (S6), the staged plan the layer would have without S6, then its variants."""
-    if plan.method != "single_channel":
+    if plan.method != "single_channel" or is_strided(plan.kernel_attrs):
         return [plan]
     d = spec.dims
     OH, M = d["OH"], d["M"]
@@ -492,8 +580,10 @@ def candidate_plans(spec, hw, plan) -> list:
 
 
 def plan_for(spec, hw):
-    """This module's plan for a C = 1, stride-1 spec (what make_plan returns once wired)."""
+    """This module's plan for a C = 1 spec (what make_plan returns for it)."""
     from .planner import latency_model
+    if tuple(spec.window_strides) != (1, 1):
+        return strided_plan(spec, hw, latency_model(hw))
     return single_channel_plan(spec, hw, latency_model(hw))
 
 

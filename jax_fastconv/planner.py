@@ -275,8 +275,9 @@ QUANTITY_NOTES = {
     "D2": "bytes per block, division 2, eq. (7)",
     "Th1": "FMAs per block per piece, division 1, eq. (6)",
     "Th2": "FMAs per block per piece, division 2, eq. (8)",
-    "division": "1: filters across blocks, 2: map rows across blocks (sec 3.1), 3: pointwise 1x1",
-    "mode": "prefetch (Th >= N_FMA) or volume (>= V_s in flight) (sec 2.2), or pointwise",
+    "division": "1: filters across blocks, 2: map rows across blocks (sec 3.1), 3: pointwise 1x1, "
+                "4: strided (C = 1, stride > 1)",
+    "mode": "prefetch (Th >= N_FMA) or volume (>= V_s in flight) (sec 2.2), pointwise or strided",
     "filters_per_block": "filters a block applies",
     "rows_per_block": "output rows a block produces",
     "rows_per_piece": "output rows per piece",
@@ -285,6 +286,7 @@ QUANTITY_NOTES = {
     "bytes_in_flight": "data of one round over all blocks (compare V_s)",
     "regs_per_thread": "estimated registers per thread",
     "shared_bytes_per_block": "shared memory a block holds",
+    "work_items": "thread work items of the launch (strided kernel: 4 filters x 4 columns each)",
     "S": "segment bytes along ch (sec 3.2)",
     "S_elems": "segment elements = S / 4",
     "W'x": "tile pixels along x, a multiple of 128 B (sec 3.2)",
@@ -796,11 +798,10 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
     if min(d.values()) <= 0:
         return _direct(hw, "empty operand or output")
     lat = latency_model(hw)
-    if d["C"] == 1 and tuple(spec.window_strides) != (1, 1):
-        return _direct(hw, f"stride {tuple(spec.window_strides)}: the single-channel kernel is "
-                           f"stride 1", lat)
     if d["C"] == 1:
         from . import plan_single_channel  # section 3.1 lives in its own module
+        if tuple(spec.window_strides) != (1, 1):
+            return plan_single_channel.strided_plan(spec, hw, lat)
         return plan_single_channel.single_channel_plan(spec, hw, lat)
     return _multi_channel(spec, hw, lat)
 

@@ -50,13 +50,19 @@ def _strided_mc(cfg) -> bool:
     return cfg.strides != (1, 1) and cfg.c >= MC_MIN_CHANNELS
 
 
+def _strided_sc(cfg) -> bool:
+    """A layer with stride > 1 and C = 1: the strided single-channel kernel (S7)."""
+    return cfg.strides != (1, 1) and cfg.c == 1
+
+
 def _check(cfg, *, forced=False):
     ex = cfg.explain()
     x, w = cfg.arrays()
     ref = ref_conv(x, w, **cfg.kwargs())
-    paper = (cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS) or _strided_mc(cfg)
+    paper = ((cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS) or _strided_mc(cfg)
+             or _strided_sc(cfg))
     if paper or forced:
-        # stride 1 (C == 1 or C >= 8): a paper kernel; forced: the direct kernel at worst.
+        # C == 1 or C >= 8: a paper kernel (or its strided kernel); forced: the direct kernel.
         assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
     else:
         assert ex.path in ("fastconv-cuda", "lax"), ex.path
@@ -94,11 +100,12 @@ def test_random_vs_lax(cfg):
     _check(cfg)
 
 
-FORCED = [c for c in RANDOM if c.strides != (1, 1) and not _strided_mc(c)][:30] + [
+FORCED = [c for c in RANDOM if c.strides != (1, 1) and not _strided_mc(c)
+          and not _strided_sc(c)][:30] + [
     ConvConfig(2, 4, 32, 33, 31, 3, 3, (2, 2), "SAME", "NCHW", 5001),
-    ConvConfig(2, 1, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5002),
+    ConvConfig(2, 2, 32, 33, 31, 3, 3, (2, 2), "SAME", "NHWC", 5002),
     ConvConfig(1, 3, 64, 64, 64, 5, 5, (2, 1), ((2, 1), (-1, 2)), "NHWC", 5003),
-    ConvConfig(3, 1, 8, 17, 64, 3, 5, (2, 2), "VALID", "NCHW", 5004),
+    ConvConfig(3, 5, 8, 17, 64, 3, 5, (2, 2), "VALID", "NCHW", 5004),
 ]
 # Strided layers with C >= 8: the multi-channel kernel (each output pixel's window starts at
 # stride x its coordinates): ResNet's 1x1 projection shortcuts and 3x3 stride-2 layers, odd
@@ -237,6 +244,66 @@ def test_pointwise_1x1_kernel(cfg):
     np.testing.assert_array_equal(a, np.asarray(f(x, w)))   # same bits again
 
 
+def _strided_single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
+    """`count` random C = 1 layers with a stride > 1 for the strided kernel (S7): strides 2-4
+    (equal and unequal, one axis 1), kernels 1x1 to 9x9 and non-square, the compiled 2x2/2,
+    3x3/2, 5x5/2, 7x7/2 and 4x4/4, every padding kind (negative too), 1-130 filters (M % 4
+    != 0: the scalar stores), odd maps, batch 1-32, all layout permutations."""
+    from _helpers import RANDOM_LAYOUTS, _valid
+    rng = np.random.default_rng(seed)
+    fixed = [((3, 3), (2, 2)), ((5, 5), (2, 2)), ((7, 7), (2, 2)), ((2, 2), (2, 2)),
+             ((4, 4), (4, 4))]
+    out = []
+    while len(out) < count:
+        i = len(out)
+        if i % 2 == 0:
+            (kh, kw), st = fixed[(i // 2) % len(fixed)]
+        else:
+            kh, kw = int(rng.integers(1, 10)), int(rng.integers(1, 10))
+            st = tuple(int(v) for v in rng.choice([1, 2, 3, 4], size=2))
+            if st == (1, 1):
+                st = (2, 3)
+        n = int(rng.choice([1, 1, 2, 3, 32]))
+        m = int(rng.choice([1, 4, 8, 13, 32, 64, 130]))
+        h, w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
+        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
+        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
+               if kind == "explicit" else str(kind))
+        layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
+        cfg = ConvConfig(n, 1, m, h, w, kh, kw, st, pad, layout, seed + i)
+        if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000:
+            out.append(cfg)
+    return out
+
+
+SINGLE_CHANNEL_STRIDED = _strided_single_channel_configs(80, seed=8000)
+
+
+def test_single_channel_strided_count():
+    cfgs = SINGLE_CHANNEL_STRIDED
+    assert len(cfgs) == 80 and all(c.c == 1 and c.strides != (1, 1) for c in cfgs)
+    assert {c.layout for c in cfgs} >= {"NCHW", "NHWC"} and max(c.n for c in cfgs) == 32
+    assert {(c.kh, c.strides) for c in cfgs} >= {(3, (2, 2)), (7, (2, 2)), (4, (4, 4))}
+    assert any(c.m % 4 for c in cfgs) and any(c.strides[0] != c.strides[1] for c in cfgs)
+
+
+@pytest.mark.parametrize("cfg", SINGLE_CHANNEL_STRIDED, ids=lambda c: c.id)
+def test_single_channel_strided_vs_lax(cfg):
+    """C = 1 layers with a stride on the strided kernel (S7) against lax HIGHEST."""
+    from jax_fastconv import plan_single_channel as ps
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ps.is_strided(ex.plan.kernel_attrs), ex.reason
+    _check(cfg)
+
+
+@pytest.mark.parametrize("cfg", SINGLE_CHANNEL_STRIDED[:6], ids=lambda c: c.id)
+def test_single_channel_strided_same_bits(cfg):
+    x, w = cfg.arrays()
+    f = jax.jit(_fn(cfg))
+    a = np.asarray(f(x, w))
+    np.testing.assert_array_equal(a, np.asarray(f(x, w)))
+
+
 @pytest.mark.parametrize("method,cfg", PAPER[::2] + [("direct", FORCED[-4])],
                          ids=lambda v: v if isinstance(v, str) else v.id)
 def test_deterministic(method, cfg, monkeypatch):
@@ -297,7 +364,10 @@ def test_explain_plans_for_the_device():
     assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel"
     ex = fc.explain((1, 64, 32, 32), (64, 64, 3, 3), (2, 2), "SAME")   # any stride, C >= 8
     assert ex.path == "fastconv-cuda" and ex.plan.method == "multi_channel"
-    ex = fc.explain((1, 1, 32, 32), (64, 1, 3, 3), (2, 2), "SAME")    # single channel: stride 1
+    ex = fc.explain((1, 1, 32, 32), (64, 1, 3, 3), (2, 2), "SAME")    # single channel, strided
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel"
+    assert ex.plan["mode"] == "strided" and "S7" in ex.reason
+    ex = fc.explain((1, 2, 32, 32), (64, 2, 3, 3), (2, 2), "SAME")    # 1 < C < 8: lax
     assert ex.plan.method == "direct"
     assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
 

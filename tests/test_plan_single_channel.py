@@ -284,3 +284,67 @@ def test_band_variants_cover_whole_maps(H, M, K, lay):
         assert (division, P, Q, prefetch, T) == (2, 1, -(-M // MB), 0, 256)
         assert ps.valid_attrs(spec, c.kernel_attrs, hw) == []
         assert ps.launch_of(spec, c)["tiles"] == 32 * -(-OH // RB) * -(-M // MB)
+
+
+# ---------------------------------------------------------------- S7: strides > 1
+def scs(N, H, M, K, stride, pad="SAME", W=None, KW=None, layout="NHWC"):
+    return spec_from_logical(N, 1, H, W or H, M, K, KW or K, stride=stride, padding=pad,
+                             layout=layout)
+
+
+@pytest.mark.parametrize("M,KH,KW,mb", [
+    (1, 3, 3, 4), (4, 3, 3, 4), (5, 3, 3, 8), (64, 7, 7, 64), (100, 3, 3, 128),
+    (512, 7, 7, 128),                 # 49 x 128 x 4 B = 25 KB
+    (512, 11, 11, 64),                # 121 x 128 > 12288 floats: halved once
+    (64, 20, 20, 16), (64, 55, 55, 4), (64, 56, 56, 0)])   # 3136 taps x 4 > 12288: none
+def test_strided_filters(M, KH, KW, mb):
+    assert ps.strided_filters(M, KH, KW) == mb
+    if mb:
+        assert KH * KW * mb * 4 <= 48 * 1024 and mb & (mb - 1) == 0
+
+
+@pytest.mark.parametrize("preset", sorted(hwm.PRESETS))
+@pytest.mark.parametrize("N,H,W,M,K,KW,stride,pad,layout", [
+    (1, 224, 224, 64, 7, 7, (2, 2), "SAME", "NHWC"),     # a grayscale stem
+    (32, 1024, 1024, 32, 3, 3, (2, 2), "SAME", "NCHW"),
+    (2, 31, 17, 13, 5, 3, (3, 2), ((2, -1), (0, 3)), "NCHW"),
+    (1, 64, 64, 96, 4, 4, (4, 4), "VALID", "NHWC"),      # patches
+    (3, 40, 9, 8, 1, 1, (1, 2), "VALID", "NHWC"),        # one axis strided, 1x1
+])
+def test_strided_layers_plan_the_strided_kernel(preset, N, H, W, M, K, KW, stride, pad, layout):
+    hw = hwm.PRESETS[preset]
+    spec = scs(N, H, M, K, stride, pad, W=W, KW=KW, layout=layout)
+    d = spec.dims
+    plan = ps.plan_for(spec, hw)
+    assert plan.method == "single_channel" and ps.is_strided(plan.kernel_attrs), plan.reason
+    assert plan.kernel_attrs == (1, 4, 1, 1, 0, 0, 0, 256)
+    assert ps.valid_attrs(spec, plan.kernel_attrs, hw) == []
+    mb = ps.strided_filters(M, K, KW)
+    assert (plan["division"], plan["mode"], plan["filters_per_block"]) == (4, "strided", mb)
+    assert plan["shared_bytes_per_block"] == 4 * K * KW * mb
+    assert plan["work_items"] == N * d["OH"] * -(-d["OW"] // 4) * mb // 4 * -(-M // mb)
+    assert f"stride {stride}" in plan.reason and "S7" in plan.reason
+    assert ps.candidate_plans(spec, hw, plan) == [plan]     # nothing to measure against
+    r = ps.tile_ranges(spec, plan)
+    assert_partition(r["m"], M) and assert_partition(r["oh"], d["OH"])
+    assert all(hi - lo <= mb for lo, hi in r["m"])
+    assert ps.launch_of(spec, plan)["tiles"] == N * -(-M // mb)
+
+
+def test_strided_kernel_limits_and_attrs():
+    from jax_fastconv import planner as pl
+    hw = hwm.PRESETS["h100"]
+    huge_k = scs(1, 200, 64, 56, (2, 2), "VALID")            # 56x56 taps: no slab fits 48 KB
+    plan = pl.make_plan(huge_k, hw)
+    assert plan.method == "direct" and "48 KB slab" in plan.reason
+    assert ps.strided_supported(huge_k) is not None
+    assert ps.strided_supported(sc(1, 28, 8, 3)) is not None        # stride 1: not this kernel
+    ok = scs(1, 28, 8, 3, (2, 2))
+    assert ps.strided_supported(ok) is None
+    assert ps.valid_attrs(ok, (1, 4, 1, 1, 0, 0, 0, 256), hw) == []
+    assert ps.valid_attrs(ok, (1, 4, 1, 1, 0, 0, 0, 128), hw) == ["strided"]
+    assert ps.valid_attrs(sc(1, 28, 8, 3), (1, 4, 1, 1, 0, 0, 0, 256), hw) == ["strided"]
+    assert not ps.is_strided(ps.plan_for(sc(1, 28, 8, 3), hw).kernel_attrs)
+    import jax_fastconv as fc
+    ex = fc.explain((1, 1, 64, 64), (16, 1, 3, 3), (2, 2), "SAME", hardware="h100")
+    assert ex.plan.method == "single_channel" and "mode = strided" in str(ex)

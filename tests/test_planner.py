@@ -351,7 +351,8 @@ def test_streamed_1x1_rule(dn, N, C, H, W, M, padding, streamed):
     (128, 3, (2, 2), "SAME", "NHWC", "multi_channel"),    # ResNet's 3x3 stride 2
     (64, 5, (3, 2), ((2, 1), (-1, 2)), "NCHW", "multi_channel"),
     (4, 1, (2, 2), "VALID", "NHWC", "direct"),            # C < 8: lax, as at stride 1
-    (1, 3, (2, 2), "SAME", "NCHW", "direct"),             # single channel: stride 1 only
+    (1, 3, (2, 2), "SAME", "NCHW", "single_channel"),     # single channel: the strided kernel
+    (1, 7, (2, 2), "SAME", "NHWC", "single_channel"),
 ])
 def test_strided_layers(C, K, stride, padding, layout, method):
     spec = spec_from_logical(8, C, 56, 56, 2 * C, K, K, stride=stride, padding=padding,
@@ -483,7 +484,7 @@ def test_c_split_is_beyond_the_paper_and_said_so():
 
 # ---------------------------------------------------------------- direct fallbacks
 @pytest.mark.parametrize("spec,needle", [
-    (spec_from_logical(1, 1, 32, 32, 8, 3, 3, stride=(2, 2)), "stride"),
+    (spec_from_logical(1, 1, 200, 200, 8, 56, 56, stride=(2, 2)), "stride (2, 2): a 56x56"),
     (spec_from_logical(1, 4, 32, 32, 8, 3, 3, stride=(1, 2)), "C = 4 < 8"),
 ])
 def test_direct_for_uncovered_shapes(spec, needle):

@@ -1,0 +1,304 @@
+// Single-channel convolution with a stride (C == 1, stride_h or stride_w > 1): plan division 4
+// ("strided", jax_fastconv/plan_single_channel.py S7), exactly [1, 4, 1, 1, 0, 0, 0, 256].
+// The first layers of grayscale and signal networks often stride (7x7/2, 3x3/2, 4x4/4
+// patches); the staged kernel of single_channel.cu reads a tap's inputs as consecutive
+// floats of a shared line, which a stride breaks, so these layers ran lax.
+//
+// The output is what costs (M filters over one input map), so, as in the pointwise kernel,
+// nothing is staged but the filters: a block copies the weights of its slab of MB filters into
+// shared memory once ([tap][MB], a thread's 4 filters one float4 per tap) and each thread
+// computes a register tile of 4 filters x 4 output columns of one row, reading its input
+// window with __ldg (the map is M times smaller than the output and stays in L1/L2). A row of
+// the window, S (TP - 1) + K inputs, is loaded once into registers and feeds the K taps of
+// that row at constant offsets (S j + kw), where the stride and the kernel size are compile-
+// time constants: 3x3, 5x5, 7x7 at stride 2 and 2x2, 4x4 patches (stride = size); any other
+// size or stride runs the generic instance (runtime loops, four loads per tap).
+//
+// Two thread orders, picked on the host from the output strides and alignment:
+//   kFilters (y_sc == 1, M % 4 == 0, e.g. NHWC): filter groups fastest; a thread writes one
+//            16-byte store per pixel (its 4 filters), a warp whole lines of a pixel run.
+//   kColumns (anything else): column chunks fastest; with 16-byte aligned rows (y_sw == 1,
+//            e.g. NCHW with OW % 4 == 0) a thread writes one float4 per filter, else scalars.
+#include <algorithm>
+#include <cstdint>
+
+#include "fast_divide.h"
+#include "kernels.h"
+#include "launch_util.h"
+
+namespace fastconv {
+namespace {
+
+constexpr int kSTThreads = 256;
+constexpr int kSTTP = 4;                       // output columns per thread (filters: 4, a float4)
+constexpr int kSTMaxMB = 128;                  // filters per slab
+constexpr int kSTSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
+constexpr int kSTTurns = 4;                    // items per thread, fewer for small launches
+
+enum STOrder : int { kColumns = 0, kFilters = 1 };
+
+struct STArgs {
+  long long x_sn, x_sh, x_sw;
+  long long w_so, w_sh, w_sw;
+  long long y_sn, y_sc, y_sh, y_sw;
+  int H, W, OH, OW, M, KH, KW, SH, SW, pad_top, pad_left;
+  int MB;         // filters per slab (blockIdx.y): a power of two in [4, 128]
+  int GM;         // MB / 4: filter groups of a slab
+  int CW;         // ceil(OW / 4): column chunks of an output row
+  int items;      // items of one slab: N x OH x CW x GM (< 2^31)
+  int per_block;  // items per block: 1-4 turns of the block
+  int vec;        // kColumns: every row chunk of 4 is a 16-byte aligned store
+  FastDiv fd_gm, fd_cw, fd_oh;
+};
+
+struct STItem {
+  int n, oh, c0, gl;
+};
+
+// kFilters: it = ((n OH + oh) CW + c) GM + gl; kColumns: it = ((n GM + gl) OH + oh) CW + c.
+template <int ORDER>
+__device__ __forceinline__ STItem decode(const STArgs& a, int it) {
+  STItem r;
+  int c;
+  uint32_t t = uint32_t(it);
+  if (ORDER == kFilters) {
+    t = a.fd_gm.divmod(t, &r.gl);
+    t = a.fd_cw.divmod(t, &c);
+    r.n = int(a.fd_oh.divmod(t, &r.oh));
+  } else {
+    t = a.fd_cw.divmod(t, &c);
+    t = a.fd_oh.divmod(t, &r.oh);
+    r.n = int(a.fd_gm.divmod(t, &r.gl));
+  }
+  r.c0 = c * kSTTP;
+  return r;
+}
+
+// acc[i][j] = sum over taps of filter i (the thread's 4, weights swg[tap * MB + i]) x the input
+// under output column c0 + j of row oh of image xn; the window outside the map is zeros.
+template <int KT, int ST>
+__device__ __forceinline__ void compute_item(const STArgs& a, const float* __restrict__ xn,
+                                             int oh, int c0, const float* __restrict__ swg,
+                                             float (&acc)[4][kSTTP]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < kSTTP; ++j) acc[i][j] = 0.f;
+  const int ih0 = oh * (ST > 0 ? ST : a.SH) - a.pad_top;
+  const int iw0 = c0 * (ST > 0 ? ST : a.SW) - a.pad_left;
+  if constexpr (KT > 0) {
+    constexpr int NV = ST * (kSTTP - 1) + KT;  // inputs of one window row
+    const bool inside = iw0 >= 0 && iw0 + NV <= a.W;
+#pragma unroll
+    for (int kh = 0; kh < KT; ++kh) {
+      const int ih = ih0 + kh;
+      if (ih < 0 || ih >= a.H) continue;
+      const float* xr = xn + (long long)ih * a.x_sh + (long long)iw0 * a.x_sw;
+      float v[NV];
+      if (inside) {
+#pragma unroll
+        for (int q = 0; q < NV; ++q) v[q] = __ldg(xr + q * a.x_sw);
+      } else {
+#pragma unroll
+        for (int q = 0; q < NV; ++q) {
+          const bool ok = iw0 + q >= 0 && iw0 + q < a.W;
+          v[q] = ok ? __ldg(xr + q * a.x_sw) : 0.f;
+        }
+      }
+#pragma unroll
+      for (int kw = 0; kw < KT; ++kw) {
+        const float4 w4 = *reinterpret_cast<const float4*>(swg + (kh * KT + kw) * a.MB);
+        const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[ST * j + kw], acc[i][j]);
+      }
+    }
+  } else {
+#pragma unroll 1
+    for (int kh = 0; kh < a.KH; ++kh) {
+      const int ih = ih0 + kh;
+      if (ih < 0 || ih >= a.H) continue;
+      const float* xr = xn + (long long)ih * a.x_sh;
+#pragma unroll 1
+      for (int kw = 0; kw < a.KW; ++kw) {
+        float v[kSTTP];
+#pragma unroll
+        for (int j = 0; j < kSTTP; ++j) {
+          const int iw = iw0 + j * a.SW + kw;
+          v[j] = (iw >= 0 && iw < a.W) ? __ldg(xr + (long long)iw * a.x_sw) : 0.f;
+        }
+        const float4 w4 = *reinterpret_cast<const float4*>(swg + (kh * a.KW + kw) * a.MB);
+        const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
+      }
+    }
+  }
+}
+
+template <int KT, int ST, int ORDER>
+__global__ void __launch_bounds__(kSTThreads)
+    single_channel_strided_kernel(const STArgs a, const float* __restrict__ x,
+                                  const float* __restrict__ w, float* __restrict__ y) {
+  extern __shared__ float4 st_smem4[];
+  float* sw = reinterpret_cast<float*>(st_smem4);
+  const int m_slab = blockIdx.y * a.MB;
+  // The slab's weights as [tap][MB] (zeros past M). MB is a power of two <= the block, so a
+  // thread keeps one filter and walks the taps in steps of blockDim / MB: no division per copy.
+  {
+    const int ml = threadIdx.x & (a.MB - 1);
+    const int step = blockDim.x / a.MB;
+    const int m = m_slab + ml;
+    int tap = threadIdx.x / a.MB, kh = tap / a.KW, kw = tap - kh * a.KW;
+    const float* wm = w + (long long)min(m, a.M - 1) * a.w_so;
+    for (; kh < a.KH; tap += step) {
+      sw[tap * a.MB + ml] = m < a.M ? __ldg(wm + kh * a.w_sh + kw * a.w_sw) : 0.f;
+      kw += step;
+      while (kw >= a.KW) { kw -= a.KW; ++kh; }
+    }
+  }
+  __syncthreads();
+
+  const int first = blockIdx.x * a.per_block;
+  const int end = min(a.items, first + a.per_block);
+  for (int it = first + int(threadIdx.x); it < end; it += blockDim.x) {
+    const STItem t = decode<ORDER>(a, it);
+    const int m0 = m_slab + 4 * t.gl;
+    if (m0 >= a.M) continue;
+    float acc[4][kSTTP];
+    compute_item<KT, ST>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, sw + 4 * t.gl, acc);
+    const int crem = a.OW - t.c0;  // columns left in this row (>= 1)
+    float* yp = y + (long long)t.n * a.y_sn + (long long)t.oh * a.y_sh + (long long)m0 * a.y_sc +
+                (long long)t.c0 * a.y_sw;
+    if (ORDER == kFilters) {  // y_sc == 1, M % 4 == 0, 16-byte aligned pixels
+#pragma unroll
+      for (int j = 0; j < kSTTP; ++j)
+        if (j < crem)
+          __stcs(reinterpret_cast<float4*>(yp + j * a.y_sw),
+                 make_float4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (m0 + i >= a.M) break;
+        float* ym = yp + i * a.y_sc;
+        if (a.vec && crem >= kSTTP) {
+          __stcs(reinterpret_cast<float4*>(ym), make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+        } else {
+#pragma unroll
+          for (int j = 0; j < kSTTP; ++j)
+            if (j < crem) __stcs(ym + j * a.y_sw, acc[i][j]);
+        }
+      }
+    }
+  }
+}
+
+// Filters per slab: the smallest power of two >= M (at least 4, at most 128), halved until the
+// slab's weights fit 48 KB; 0 when even 4 filters do not.
+int slab_filters(const ConvParams& p) {
+  int mb = 4;
+  while (mb < kSTMaxMB && mb < p.M) mb *= 2;
+  while (mb > 4 && p.KH * p.KW * mb > kSTSharedFloats) mb /= 2;
+  return p.KH * p.KW * mb <= kSTSharedFloats ? mb : 0;
+}
+
+long long slab_items(const ConvParams& p, int mb) {
+  return p.N * p.OH * ((p.OW + kSTTP - 1) / kSTTP) * (mb / 4);
+}
+
+int pick_order(const ConvParams& p, const float* y, int* vec) {
+  const bool y16 = aligned16(y);
+  *vec = 0;
+  if (y16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
+      p.y_sw % 4 == 0)
+    return kFilters;
+  *vec = y16 && p.y_sw == 1 && p.y_sc % 4 == 0 && p.y_sh % 4 == 0 && p.y_sn % 4 == 0;
+  return kColumns;
+}
+
+template <int KT, int ST, int ORDER>
+cudaError_t launch_t(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
+                     const float* x, const float* w, float* y, cudaStream_t stream) {
+  auto kern = single_channel_strided_kernel<KT, ST, ORDER>;
+  const size_t smem = size_t(p.KH * p.KW * a.MB) * sizeof(float);
+  (void)dev;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned((a.items + a.per_block - 1) / a.per_block),
+                     unsigned((p.M + a.MB - 1) / a.MB));
+  cfg.blockDim = dim3(unsigned(kSTThreads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  return cudaLaunchKernelEx(&cfg, kern, a, x, w, y);  // smem <= 48 KB: no opt-in needed
+}
+
+template <int ORDER>
+cudaError_t dispatch(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
+                     const float* x, const float* w, float* y, cudaStream_t s) {
+  const long long K = p.KH, S = p.stride_h;
+  if (p.KW == K && p.stride_w == S) {
+    if (S == 2 && K == 3) return launch_t<3, 2, ORDER>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 5) return launch_t<5, 2, ORDER>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 7) return launch_t<7, 2, ORDER>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 2) return launch_t<2, 2, ORDER>(a, p, dev, x, w, y, s);
+    if (S == 4 && K == 4) return launch_t<4, 4, ORDER>(a, p, dev, x, w, y, s);
+  }
+  return launch_t<0, 0, ORDER>(a, p, dev, x, w, y, s);
+}
+
+}  // namespace
+
+bool single_channel_strided_supported(const ConvParams& p) {
+  constexpr long long kBig = 1LL << 30;
+  if (p.C != 1 || p.stride_h < 1 || p.stride_w < 1 || (p.stride_h == 1 && p.stride_w == 1))
+    return false;
+  if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0) return false;
+  if (p.H >= kBig || p.W >= kBig || p.OH >= kBig || p.OW >= kBig || p.M >= kBig ||
+      p.N >= kBig || p.stride_h >= kBig || p.stride_w >= kBig || p.KH >= kBig ||
+      p.KW >= kBig || p.pad_top <= -kBig || p.pad_top >= kBig || p.pad_left <= -kBig ||
+      p.pad_left >= kBig)
+    return false;
+  // the int index math of the kernel: input coordinates of the last output, items of a slab
+  if ((p.OH - 1) * p.stride_h + p.KH >= kBig || (p.OW - 1) * p.stride_w + p.KW >= kBig)
+    return false;
+  const int mb = slab_filters(p);
+  return mb > 0 && slab_items(p, mb) < (1LL << 31) && (p.M + mb - 1) / mb <= 65535;
+}
+
+cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, const float* w,
+                                          float* y, cudaStream_t stream) {
+  if (!single_channel_strided_supported(p)) return cudaErrorInvalidValue;
+  if (p.out_elems() == 0) return cudaSuccess;
+  DeviceInfo dev;
+  cudaError_t err = current_device_info(&dev);
+  if (err != cudaSuccess) return err;
+  STArgs a{};
+  a.x_sn = p.x_sn; a.x_sh = p.x_sh; a.x_sw = p.x_sw;
+  a.w_so = p.w_so; a.w_sh = p.w_sh; a.w_sw = p.w_sw;
+  a.y_sn = p.y_sn; a.y_sc = p.y_sc; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
+  a.H = int(p.H); a.W = int(p.W); a.OH = int(p.OH); a.OW = int(p.OW); a.M = int(p.M);
+  a.KH = int(p.KH); a.KW = int(p.KW); a.SH = int(p.stride_h); a.SW = int(p.stride_w);
+  a.pad_top = int(p.pad_top); a.pad_left = int(p.pad_left);
+  a.MB = slab_filters(p);
+  a.GM = a.MB / 4;
+  a.CW = int((p.OW + kSTTP - 1) / kSTTP);
+  a.items = int(slab_items(p, a.MB));
+  a.fd_gm = FastDiv(uint32_t(a.GM));
+  a.fd_cw = FastDiv(uint32_t(a.CW));
+  a.fd_oh = FastDiv(uint32_t(p.OH));
+  // kSTTurns items per thread, fewer where that leaves under two blocks per SM
+  const long long slabs = (p.M + a.MB - 1) / a.MB, sms = std::max(1, dev.sms);
+  int turns = kSTTurns;
+  while (turns > 1 &&
+         slabs * ((a.items + turns * kSTThreads - 1) / (turns * kSTThreads)) < 2 * sms)
+    --turns;
+  a.per_block = turns * kSTThreads;
+  const int order = pick_order(p, y, &a.vec);
+  if (order == kFilters) return dispatch<kFilters>(a, p, dev, x, w, y, stream);
+  return dispatch<kColumns>(a, p, dev, x, w, y, stream);
+}
+
+}  // namespace fastconv
