@@ -171,12 +171,24 @@ def test_paper_kernels(method, cfg):
     _check(cfg)
 
 
+def _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, strides, kinds):
+    """Random C = 1 layer i (seed + i) of these sizes: its padding one of `kinds` (explicit
+    pairs may be negative), its layout NCHW or NHWC, or any permutation for every 4th layer;
+    None when it is invalid or its output is over 4 M elements."""
+    from _helpers import RANDOM_LAYOUTS, _valid
+    kind = rng.choice(kinds)
+    pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
+           if kind == "explicit" else str(kind))
+    layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
+    cfg = ConvConfig(n, 1, m, h, w, kh, kw, strides, pad, layout, seed + i)
+    return cfg if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000 else None
+
+
 def _single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
     """`count` random C = 1, stride-1 layers for the single-channel kernels (issue 6): odd and
     non-square maps (1-90 pixels a side) and kernels (1x1 to 9x9, 1x7, 5x3, 4x6, ...), every
     padding kind (explicit pairs with negative entries too), batch 1-64, 1-130 filters, both
     main layouts and the other permutations; outputs kept under 4 M elements."""
-    from _helpers import RANDOM_LAYOUTS, _valid
     rng = np.random.default_rng(seed)
     kernels = [(1, 1), (3, 3), (5, 5), (7, 7), (1, 7), (7, 1), (5, 3), (2, 2), (4, 6), None]
     out = []
@@ -187,12 +199,9 @@ def _single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
         n = int(rng.choice([1, 1, 2, 3, 5, 16, 64]))
         m = int(rng.choice([1, 3, 8, 13, 32, 64, 130]))
         h, w = int(rng.integers(1, 91)), int(rng.integers(1, 91))
-        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit", "explicit"])
-        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
-               if kind == "explicit" else str(kind))
-        layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
-        cfg = ConvConfig(n, 1, m, h, w, kh, kw, (1, 1), pad, layout, seed + i)
-        if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000:
+        cfg = _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, (1, 1),
+                                    ["SAME", "SAME_LOWER", "VALID", "explicit", "explicit"])
+        if cfg is not None:
             out.append(cfg)
     return out
 
@@ -249,7 +258,6 @@ def _strided_single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
     (equal and unequal, one axis 1), kernels 1x1 to 9x9 and non-square, the compiled 2x2/2,
     3x3/2, 5x5/2, 7x7/2 and 4x4/4, every padding kind (negative too), 1-130 filters (M % 4
     != 0: the scalar stores), odd maps, batch 1-32, all layout permutations."""
-    from _helpers import RANDOM_LAYOUTS, _valid
     rng = np.random.default_rng(seed)
     fixed = [((3, 3), (2, 2)), ((5, 5), (2, 2)), ((7, 7), (2, 2)), ((2, 2), (2, 2)),
              ((4, 4), (4, 4))]
@@ -266,12 +274,9 @@ def _strided_single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
         n = int(rng.choice([1, 1, 2, 3, 32]))
         m = int(rng.choice([1, 4, 8, 13, 32, 64, 130]))
         h, w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
-        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
-        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
-               if kind == "explicit" else str(kind))
-        layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
-        cfg = ConvConfig(n, 1, m, h, w, kh, kw, st, pad, layout, seed + i)
-        if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000:
+        cfg = _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, st,
+                                    ["SAME", "SAME_LOWER", "VALID", "explicit"])
+        if cfg is not None:
             out.append(cfg)
     return out
 
