@@ -306,8 +306,9 @@ bool single_channel_strided_supported(const ConvParams& p) {
   // the int index math of the kernel: input coordinates of the last output, items of a slab
   if ((p.OH - 1) * p.stride_h + p.KH >= kBig || (p.OW - 1) * p.stride_w + p.KW >= kBig)
     return false;
+  // int item indices: it + blockDim stays below 2^31 (hence the margin)
   const int mb = slab_filters(p);
-  return mb > 0 && slab_items(p, mb) < (1LL << 31) && (p.M + mb - 1) / mb <= 65535;
+  return mb > 0 && slab_items(p, mb) < (1LL << 31) - 1024 && (p.M + mb - 1) / mb <= 65535;
 }
 
 cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, const float* w,

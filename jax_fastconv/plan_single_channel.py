@@ -157,8 +157,9 @@ def strided_supported(spec) -> str | None:
     mb = strided_filters(d["M"], d["KH"], d["KW"])
     if mb == 0:
         return (f"a {d['KH']}x{d['KW']} kernel: 4 filters' weights exceed the 48 KB slab")
-    if d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // 4) >= 1 << 31 or _cdiv(d["M"], mb) > 65535:
-        return "over 2^31 work items per slab or 65535 slabs"
+    if (d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // 4) >= (1 << 31) - 1024
+            or _cdiv(d["M"], mb) > 65535):
+        return "over 2^31 - 1024 work items per slab or 65535 slabs (32-bit item indices)"
     return None
 
 
@@ -445,11 +446,9 @@ def strided_plan(spec, hw, lat):
     items = N * OH * _cdiv(OW, 4) * (MB // 4)
     q = list(lat.items()) + [
         ("rule", "strided (S7)"), ("division", 4), ("mode", "strided"),
-        ("filters_per_block", MB), ("filters_per_piece", MB),
-        ("rows_per_block", "1-4 items of 4 columns per thread, contiguous item ranges"),
-        ("threads_per_block", 256), ("tiles", N * _cdiv(M, MB)),
+        ("filters_per_block", MB), ("filter_slabs", _cdiv(M, MB)), ("threads_per_block", 256),
         ("shared_bytes_per_block", 4 * KH * KW * MB),
-        ("Th", KH * KW * 4 * 4), ("work_items", items * _cdiv(M, MB))]
+        ("work_items", items * _cdiv(M, MB)), ("FMA_per_item", KH * KW * 4 * 4)]
     attrs = (METHOD_IDS["single_channel"],) + STRIDED_ATTRS
     why = (f"C == 1, stride {stride} (S7, beyond sec 3.1's stride 1): the strided kernel: "
            f"slabs of MB = {MB} filters with their {KH}x{KW} weights in shared memory "

@@ -286,7 +286,10 @@ QUANTITY_NOTES = {
     "bytes_in_flight": "data of one round over all blocks (compare V_s)",
     "regs_per_thread": "estimated registers per thread",
     "shared_bytes_per_block": "shared memory a block holds",
-    "work_items": "thread work items of the launch (strided kernel: 4 filters x 4 columns each)",
+    "work_items": "thread work items of the launch (strided kernel: 4 filters x 4 columns each; "
+                  "a thread takes 1-4, fewer where that leaves under 2 blocks per SM)",
+    "filter_slabs": "slabs of filters_per_block filters, one per grid row (strided kernel)",
+    "FMA_per_item": "FMAs of one work item: 4 filters x 4 columns x KH x KW (strided kernel)",
     "S": "segment bytes along ch (sec 3.2)",
     "S_elems": "segment elements = S / 4",
     "W'x": "tile pixels along x, a multiple of 128 B (sec 3.2)",

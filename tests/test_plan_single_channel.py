@@ -339,6 +339,8 @@ def test_strided_kernel_limits_and_attrs():
     assert plan.method == "direct" and "48 KB slab" in plan.reason
     assert ps.strided_supported(huge_k) is not None
     assert ps.strided_supported(sc(1, 28, 8, 3)) is not None        # stride 1: not this kernel
+    many = spec_from_logical(1, 1, 1 << 16, 1 << 16, 128, 1, 1, stride=(2, 2), padding="VALID")
+    assert "work items" in pl.make_plan(many, hw).reason               # 2^15 x 2^13 x 32 items
     ok = scs(1, 28, 8, 3, (2, 2))
     assert ps.strided_supported(ok) is None
     assert ps.valid_attrs(ok, (1, 4, 1, 1, 0, 0, 0, 256), hw) == []
