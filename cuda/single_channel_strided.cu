@@ -35,8 +35,14 @@
 namespace fastconv {
 namespace {
 
+#ifndef ST_TM
+#define ST_TM 4  // filters per thread; 8 builds the driver's experiment (half the loads per FMA)
+#endif
+
 constexpr int kSTThreads = 256;
-constexpr int kSTTP = 4;                       // output columns per thread (filters: 4, a float4)
+constexpr int kSTTM = ST_TM;                   // filters per thread: runs of 4 (float4s)
+constexpr int kSTTP = 4;                       // output columns per thread
+static_assert(kSTTM == 4 || kSTTM == 8, "ST_TM: 4 or 8 filters per thread");
 constexpr int kSTMaxMB = 128;                  // filters per slab
 constexpr int kSTSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
 constexpr int kSTTurns = 4;                    // items per thread, fewer for small launches
@@ -49,7 +55,7 @@ struct STArgs {
   long long y_sn, y_sc, y_sh, y_sw;
   int H, W, OH, OW, M, KH, KW, SH, SW, pad_top, pad_left;
   int MB;         // filters per slab (blockIdx.y): a power of two in [4, 128]
-  int GM;         // MB / 4: filter groups of a slab
+  int GM;         // MB / kSTTM: filter groups of a slab
   int G4;         // kColumns: min(GM, 4) filter groups interleaved with the column chunks
   int CW;         // ceil(OW / 4): column chunks of an output row
   int items;      // items of one slab: N x OH x CW x GM (< 2^31)
@@ -88,7 +94,16 @@ __device__ __forceinline__ STItem decode(const STArgs& a, int it) {
   return r;
 }
 
-// acc[i][j] = sum over taps of filter i (the thread's 4, weights swg[tap * MB + i]) x the input
+// The thread's kSTTM weights of one tap (consecutive in the slab): kSTTM / 4 float4 reads.
+__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[kSTTM]) {
+#pragma unroll
+  for (int q = 0; q < kSTTM / 4; ++q) {
+    const float4 f = *reinterpret_cast<const float4*>(wtap + 4 * q);
+    wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
+  }
+}
+
+// acc[i][j] = sum over taps of filter i (the thread's kSTTM, weights swg[tap * MB + i]) x the input
 // under output column c0 + j of row oh of image xn; the window outside the map is zeros. UNIT:
 // x_sw == 1 (every C = 1 layout but the exotic ones), so a row's loads are constant offsets.
 // Patch instances (stride = kernel size: windows do not overlap, so a row's loads are all
@@ -99,9 +114,9 @@ __device__ __forceinline__ STItem decode(const STArgs& a, int it) {
 template <int KT, int ST, bool UNIT>
 __device__ __forceinline__ void compute_item(const STArgs& a, const float* __restrict__ xn,
                                              int oh, int c0, const float* __restrict__ swg,
-                                             float (&acc)[4][kSTTP]) {
+                                             float (&acc)[kSTTM][kSTTP]) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < kSTTM; ++i)
 #pragma unroll
     for (int j = 0; j < kSTTP; ++j) acc[i][j] = 0.f;
   const long long xsw = UNIT ? 1 : a.x_sw;
@@ -144,10 +159,10 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
       }
 #pragma unroll
       for (int kw = 0; kw < KT; ++kw) {
-        const float4 w4 = *reinterpret_cast<const float4*>(swg + (kh * KT + kw) * a.MB);
-        const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+        float wv[kSTTM];
+        load_weights(swg + (kh * KT + kw) * a.MB, wv);
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < kSTTM; ++i)
 #pragma unroll
           for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[ST * j + kw], acc[i][j]);
       }
@@ -166,10 +181,10 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
           const int iw = iw0 + j * a.SW + kw;
           v[j] = (iw >= 0 && iw < a.W) ? __ldg(xr + iw * xsw) : 0.f;
         }
-        const float4 w4 = *reinterpret_cast<const float4*>(swg + (kh * a.KW + kw) * a.MB);
-        const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+        float wv[kSTTM];
+        load_weights(swg + (kh * a.KW + kw) * a.MB, wv);
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < kSTTM; ++i)
 #pragma unroll
           for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
       }
@@ -206,25 +221,30 @@ __global__ void __launch_bounds__(kSTThreads)
   const int end = min(a.items, first + a.per_block);
   for (int it = first + int(threadIdx.x); it < end; it += blockDim.x) {
     const STItem t = decode<ORDER>(a, it);
-    const int m0 = m_slab + 4 * t.gl;
+    const int m0 = m_slab + kSTTM * t.gl;
     if (m0 >= a.M) continue;
-    float acc[4][kSTTP];
+    float acc[kSTTM][kSTTP];
+    const float* swg = sw + kSTTM * t.gl;
     if (a.x_sw == 1)
-      compute_item<KT, ST, true>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, sw + 4 * t.gl, acc);
+      compute_item<KT, ST, true>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
     else
-      compute_item<KT, ST, false>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, sw + 4 * t.gl, acc);
+      compute_item<KT, ST, false>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
     const int crem = a.OW - t.c0;  // columns left in this row (>= 1)
     float* yp = y + (long long)t.n * a.y_sn + (long long)t.oh * a.y_sh + (long long)m0 * a.y_sc +
                 (long long)t.c0 * a.y_sw;
     if (ORDER == kFilters) {  // y_sc == 1, M % 4 == 0, 16-byte aligned pixels
 #pragma unroll
-      for (int j = 0; j < kSTTP; ++j)
-        if (j < crem)
-          __stcs(reinterpret_cast<float4*>(yp + j * a.y_sw),
-                 make_float4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+      for (int h = 0; h < kSTTM / 4; ++h) {
+        if (h > 0 && m0 + 4 * h >= a.M) break;  // (m0 < M was checked)
+#pragma unroll
+        for (int j = 0; j < kSTTP; ++j)
+          if (j < crem)
+            __stcs(reinterpret_cast<float4*>(yp + 4 * h + j * a.y_sw),
+                   make_float4(acc[4 * h][j], acc[4 * h + 1][j], acc[4 * h + 2][j], acc[4 * h + 3][j]));
+      }
     } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kSTTM; ++i) {
         if (m0 + i >= a.M) break;
         float* ym = yp + i * a.y_sc;
         if (a.vec && crem >= kSTTP) {
@@ -239,17 +259,17 @@ __global__ void __launch_bounds__(kSTThreads)
   }
 }
 
-// Filters per slab: the smallest power of two >= M (at least 4, at most 128), halved until the
+// Filters per slab: the smallest power of two >= M (at least kSTTM, at most 128), halved until the
 // slab's weights fit 48 KB; 0 when even 4 filters do not.
 int slab_filters(const ConvParams& p) {
-  int mb = 4;
+  int mb = kSTTM;
   while (mb < kSTMaxMB && mb < p.M) mb *= 2;
-  while (mb > 4 && p.KH * p.KW * mb > kSTSharedFloats) mb /= 2;
+  while (mb > kSTTM && p.KH * p.KW * mb > kSTSharedFloats) mb /= 2;
   return p.KH * p.KW * mb <= kSTSharedFloats ? mb : 0;
 }
 
 long long slab_items(const ConvParams& p, int mb) {
-  return p.N * p.OH * ((p.OW + kSTTP - 1) / kSTTP) * (mb / 4);
+  return p.N * p.OH * ((p.OW + kSTTP - 1) / kSTTP) * (mb / kSTTM);
 }
 
 int pick_order(const ConvParams& p, const float* y, int* vec) {
@@ -326,7 +346,7 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.KH = int(p.KH); a.KW = int(p.KW); a.SH = int(p.stride_h); a.SW = int(p.stride_w);
   a.pad_top = int(p.pad_top); a.pad_left = int(p.pad_left);
   a.MB = slab_filters(p);
-  a.GM = a.MB / 4;
+  a.GM = a.MB / kSTTM;
   a.CW = int((p.OW + kSTTP - 1) / kSTTP);
   a.items = int(slab_items(p, a.MB));
   a.G4 = std::min(a.GM, 4);

@@ -10,6 +10,10 @@
 //                       and, per case, store_us: the time of a kernel that only writes the
 //                       case's output (the store ceiling on this device, launch and drain included)
 //   /tmp/drv --plans F --one NAME   run the planned case NAME once (for ncu)
+//   /tmp/drv --strided  time the strided kernel (plan division 4) on the single-strided set
+//                       (add cuda/single_channel_strided.cu to the build; -DST_TM=8 builds its
+//                       8-filters-per-thread experiment); --check includes 100 random strided
+//                       layers and --small two
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
 // recomputes any element without copying inputs back. Outputs are poisoned with NaN first;
 // the NaN count over the whole output and a bit-exact hash are computed on the GPU.
@@ -89,6 +93,7 @@ struct Case {
   int wlay;   // 0 OIHW, 1 HWIO, 2 (kh,kw,m) with pitch (generic)
   int xpitch; // extra elements per input row
   long long plan[8];
+  long long sh = 1, sw = 1;  // strides (> 1: the strided kernel, plan division 4)
 };
 
 struct Bufs {
@@ -98,9 +103,9 @@ struct Bufs {
 static ConvParams make_params(const Case& c, Bufs* b) {
   ConvParams p{};
   p.N = c.N; p.C = 1; p.H = c.H; p.W = c.W; p.M = c.M; p.KH = c.KH; p.KW = c.KW;
-  p.OH = c.H + c.pt + c.pb - c.KH + 1;
-  p.OW = c.W + c.pl + c.pr - c.KW + 1;
-  p.stride_h = p.stride_w = 1;
+  p.OH = (c.H + c.pt + c.pb - c.KH) / c.sh + 1;
+  p.OW = (c.W + c.pl + c.pr - c.KW) / c.sw + 1;
+  p.stride_h = c.sh; p.stride_w = c.sw;
   p.pad_top = c.pt; p.pad_left = c.pl;
   const long long xs_h = c.W + c.xpitch;
   p.x_sw = 1; p.x_sh = xs_h; p.x_sn = xs_h * c.H; p.x_sc = p.x_sn;
@@ -127,10 +132,10 @@ static ConvParams make_params(const Case& c, Bufs* b) {
 static double ref_point(const Case& c, const ConvParams& p, long long n, long long m, long long oh, long long ow) {
   double acc = 0;
   for (long long kh = 0; kh < c.KH; ++kh) {
-    const long long ih = oh + kh - c.pt;
+    const long long ih = oh * c.sh + kh - c.pt;
     if (ih < 0 || ih >= c.H) continue;
     for (long long kw = 0; kw < c.KW; ++kw) {
-      const long long iw = ow + kw - c.pl;
+      const long long iw = ow * c.sw + kw - c.pl;
       if (iw < 0 || iw >= c.W) continue;
       const double xv = hval(1, n * p.x_sn + ih * p.x_sh + iw * p.x_sw);
       const double wv = hval(2, m * p.w_so + kh * p.w_sh + kw * p.w_sw);
@@ -403,6 +408,11 @@ static bool launch_is_plan(const Case& c, int nsm) {
   Bufs b; ConvParams p = make_params(c, &b);
   long long L[10];
   CK(fastconv::single_channel_launch_config(p, L));
+  if (c.plan[1] == 4) {  // the strided kernel: no tiles to compare
+    const bool ok = L[0] == 1 && L[1] == 4 && L[6] == 256;
+    if (!ok) printf("LAUNCH != PLAN %s: exact=%lld div=%lld (strided plan)\n", c.name.c_str(), L[0], L[1]);
+    return ok;
+  }
   if (c.plan[1] == 3) {  // the pointwise 1x1 kernel: no tiles to compare
     const bool ok = L[0] == 1 && L[1] == 3 && L[6] == 256;
     if (!ok) printf("LAUNCH != PLAN %s: exact=%lld div=%lld (pointwise plan)\n", c.name.c_str(), L[0], L[1]);
@@ -450,8 +460,69 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   return v;
 }
 
+// ---------------- the strided kernel (plan division 4) ----------------
+static const long long kStridedPlan[8] = {1, 4, 1, 1, 0, 0, 0, 256};
+
+// A C = 1 layer with stride s and TensorFlow SAME padding (the single-strided set's).
+static Case strided_same(long long N, long long HW, long long M, long long K, long long S, int ylay) {
+  Case c{};
+  char buf[128];
+  snprintf(buf, sizeof buf, "strided %s N%lld %lldx%lld M%lld K%lld/s%lld", ylay == 1 ? "NHWC" : "NCHW",
+           N, HW, HW, M, K, S);
+  c.name = buf; c.N = N; c.H = c.W = HW; c.M = M; c.KH = c.KW = K; c.sh = c.sw = S;
+  const long long out = (HW + S - 1) / S, total = std::max<long long>((out - 1) * S + K - HW, 0);
+  c.pt = c.pl = total / 2; c.pb = c.pr = total - total / 2;
+  c.ylay = ylay; c.wlay = ylay == 1 ? 1 : 0;
+  for (int i = 0; i < 8; ++i) c.plan[i] = kStridedPlan[i];
+  return c;
+}
+
+// Random strided layers: strides 1-4 per axis (not both 1), kernels 1x1-9x9 and the compiled
+// 3x3/2, 5x5/2, 7x7/2, 2x2/2, 4x4/4, padding also negative, any output / filter layout, input
+// pitch, M % 4 != 0.
+static Case random_strided_case(std::mt19937_64& rng, int i) {
+  auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+  Case c{};
+  c.name = "strided" + std::to_string(i);
+  static const long long fixed[][2] = {{3, 2}, {5, 2}, {7, 2}, {2, 2}, {4, 4}};
+  if (i % 2 == 0) { c.KH = c.KW = fixed[(i / 2) % 5][0]; c.sh = c.sw = fixed[(i / 2) % 5][1]; }
+  else { c.KH = U(1, 9); c.KW = U(1, 9); c.sh = U(1, 4); c.sw = U(1, 4); if (c.sh == 1 && c.sw == 1) c.sw = 2; }
+  c.H = U(0, 3) ? U(1, 90) : U(100, 400); c.W = U(0, 3) ? U(1, 90) : U(100, 400);
+  c.M = U(0, 1) ? 4 * U(1, 40) : U(1, 200);
+  c.N = c.H * c.W * c.M > 4000000 ? 1 : U(1, 8);
+  if (U(0, 1)) { c.pt = U(-2, 4); c.pb = U(-2, 4); c.pl = U(-2, 4); c.pr = U(-2, 4); }
+  if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt;
+  if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl;
+  c.ylay = U(0, 2) ? int(U(0, 1)) : int(U(0, 6));
+  c.wlay = int(U(0, 2));
+  c.xpitch = U(0, 4) == 0 ? int(U(1, 5)) : 0;
+  for (int k = 0; k < 8; ++k) c.plan[k] = kStridedPlan[k];
+  return c;
+}
+
+// The single-strided benchmark set (benchmarks/layers.json), batch 1 and 32, NHWC and NCHW:
+// time per launch, GB/s and % of the copy bandwidth, the copy floor, and the FMA rate reached.
+static void time_strided_set() {
+  const double bw = copy_bw_GBps();
+  printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
+  static const long long set[][4] = {{224, 64, 7, 2}, {224, 32, 3, 2}, {512, 32, 3, 2}, {512, 32, 5, 2},
+                                     {1024, 32, 3, 2}, {1024, 32, 7, 2}, {256, 64, 4, 4}, {128, 128, 2, 2}};
+  printf("%-40s %9s %7s %6s %9s %8s\n", "case", "us", "GB/s", "%copy", "floor_us", "TFLOP/s");
+  for (long long N : {1LL, 32LL})
+    for (int lay : {1, 0})
+      for (auto& l : set) {
+        const Case c = strided_same(N, l[0], l[1], l[2], l[3], lay);
+        Bufs b; ConvParams p = make_params(c, &b);
+        const TimeRes t = time_case(c);
+        const double floor_us = 4.0 * (b.x_elems + b.w_elems + p.out_elems()) / (bw * 1e3);
+        const double tflops = 2.0 * p.out_elems() * c.KH * c.KW / (t.us * 1e-6) / 1e12;
+        printf("%-40s %9.2f %7.0f %5.1f%% %9.2f %8.1f\n", c.name.c_str(), t.us, t.gbps, 100 * t.gbps / bw,
+               floor_us, tflops);
+      }
+}
+
 int main(int argc, char** argv) {
-  bool small = false, do_check = true, do_time = true;
+  bool small = false, do_check = true, do_time = true, strided_time = false;
   const char* plans_path = nullptr; const char* one = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--small")) { small = true; do_time = false; }
@@ -459,6 +530,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--time")) do_check = false;
     if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans_path = argv[++i];
     if (!strcmp(argv[i], "--one") && i + 1 < argc) one = argv[++i];
+    if (!strcmp(argv[i], "--strided")) { strided_time = true; do_check = do_time = false; }
   }
   cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
   printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -491,12 +563,16 @@ int main(int argc, char** argv) {
     Case e = paper_case(2, 21, 12, 1, 1, p4); e.pt = 1; e.pl = -1; e.pb = 0; e.pr = 2; e.name = "small pointwise nhwc";
     Case f = paper_case(3, 12, 7, 1, 0, p4); f.name = "small pointwise nchw";
     Case g = paper_case(1, 9, 5, 1, 4, p4); g.xpitch = 2; g.pt = 2; g.name = "small pointwise generic";
+    Case h = strided_same(2, 37, 20, 7, 2, 1); h.name = "small strided nhwc 7x7/2";
+    Case k = strided_same(1, 30, 13, 4, 4, 0); k.sw = 3; k.KW = 5; k.xpitch = 1; k.wlay = 2;
+    k.name = "small strided nchw generic";
     int bad = 0;
-    for (auto* c : {&a, &b, &d, &e, &f, &g}) bad += !check_case(*c, rng, true).ok;
+    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k}) bad += !check_case(*c, rng, true).ok;
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
   }
 
+  if (strided_time) { time_strided_set(); return 0; }
   int nfail = 0, nrun = 0; double maxrel = 0; bool alldet = true;
   if (do_check) {
     std::vector<Case> cases;
@@ -545,6 +621,7 @@ int main(int argc, char** argv) {
       else { const long long pl[8] = {1, 1, (OH + RB - 1) / RB, 1, MB, RB, 1, 32 * U(2, 8)}; for (int k = 0; k < 8; ++k) c.plan[k] = pl[k]; }
       cases.push_back(c);
     }
+    for (int i = 0; i < 100; ++i) cases.push_back(random_strided_case(rng, i));
     int nplan_bad = 0;
     for (auto& c : planned) { cases.push_back(c); nplan_bad += !launch_is_plan(c, prop.multiProcessorCount); }
     if (plans_path)
