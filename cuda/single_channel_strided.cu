@@ -31,21 +31,15 @@
 #include "fast_divide.h"
 #include "kernels.h"
 #include "launch_util.h"
+#include "single_channel_strided.h"
 
 namespace fastconv {
 namespace {
 
-#ifndef ST_TM
-#define ST_TM 4  // filters per thread; 8 builds the driver's experiment (half the loads per FMA)
-#endif
-
 constexpr int kSTThreads = 256;
-constexpr int kSTTM = ST_TM;                   // filters per thread: runs of 4 (float4s)
-constexpr int kSTTP = 4;                       // output columns per thread
-static_assert(kSTTM == 4 || kSTTM == 8, "ST_TM: 4 or 8 filters per thread");
-constexpr int kSTMaxMB = 128;                  // filters per slab
-constexpr int kSTSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
-constexpr int kSTTurns = 4;                    // items per thread, fewer for small launches
+constexpr int kSTTM = strided::kTM;  // filters per thread (single_channel_strided.h)
+constexpr int kSTTP = strided::kTP;  // output columns per thread
+constexpr int kSTTurns = 4;          // items per thread, fewer for small launches
 
 enum STOrder : int { kColumns = 0, kFilters = 1 };
 
@@ -259,18 +253,8 @@ __global__ void __launch_bounds__(kSTThreads)
   }
 }
 
-// Filters per slab: the smallest power of two >= M (at least kSTTM, at most 128), halved until the
-// slab's weights fit 48 KB; 0 when even 4 filters do not.
-int slab_filters(const ConvParams& p) {
-  int mb = kSTTM;
-  while (mb < kSTMaxMB && mb < p.M) mb *= 2;
-  while (mb > kSTTM && p.KH * p.KW * mb > kSTSharedFloats) mb /= 2;
-  return p.KH * p.KW * mb <= kSTSharedFloats ? mb : 0;
-}
-
-long long slab_items(const ConvParams& p, int mb) {
-  return p.N * p.OH * ((p.OW + kSTTP - 1) / kSTTP) * (mb / kSTTM);
-}
+using strided::slab_filters;
+using strided::slab_items;
 
 int pick_order(const ConvParams& p, const float* y, int* vec) {
   const bool y16 = aligned16(y);
@@ -313,23 +297,7 @@ cudaError_t dispatch(const STArgs& a, const ConvParams& p, const DeviceInfo& dev
 
 }  // namespace
 
-bool single_channel_strided_supported(const ConvParams& p) {
-  constexpr long long kBig = 1LL << 30;
-  if (p.C != 1 || p.stride_h < 1 || p.stride_w < 1 || (p.stride_h == 1 && p.stride_w == 1))
-    return false;
-  if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0) return false;
-  if (p.H >= kBig || p.W >= kBig || p.OH >= kBig || p.OW >= kBig || p.M >= kBig ||
-      p.N >= kBig || p.stride_h >= kBig || p.stride_w >= kBig || p.KH >= kBig ||
-      p.KW >= kBig || p.pad_top <= -kBig || p.pad_top >= kBig || p.pad_left <= -kBig ||
-      p.pad_left >= kBig)
-    return false;
-  // the int index math of the kernel: input coordinates of the last output, items of a slab
-  if ((p.OH - 1) * p.stride_h + p.KH >= kBig || (p.OW - 1) * p.stride_w + p.KW >= kBig)
-    return false;
-  // int item indices: it + blockDim stays below 2^31 (hence the margin)
-  const int mb = slab_filters(p);
-  return mb > 0 && slab_items(p, mb) < (1LL << 31) - 1024 && (p.M + mb - 1) / mb <= 65535;
-}
+bool single_channel_strided_supported(const ConvParams& p) { return strided::supported(p); }
 
 cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, const float* w,
                                           float* y, cudaStream_t stream) {

@@ -350,3 +350,46 @@ def test_strided_kernel_limits_and_attrs():
     import jax_fastconv as fc
     ex = fc.explain((1, 1, 64, 64), (16, 1, 3, 3), (2, 2), "SAME", hardware="h100")
     assert ex.plan.method == "single_channel" and "mode = strided" in str(ex)
+
+
+def test_strided_support_is_the_kernels(tmp_path):
+    """The planner's mirror of the strided kernel's host checks (strided_filters,
+    strided_supported) answers as cuda/single_channel_strided.h does, built on the host."""
+    import random
+    import subprocess
+    from _helpers import build_host_check
+    exe = build_host_check("strided_support_check", tmp_path)
+    rng = random.Random(11)
+    specs = []
+    for i in range(600):
+        big = i % 5 == 0
+        H = rng.choice([1, 7, 64, 1 << 12, (1 << 30) - 3, 1 << 30]) if big else rng.randint(1, 300)
+        W = rng.choice([1, 9, 1 << 16, (1 << 30) + 5]) if big else rng.randint(1, 300)
+        KH, KW = (rng.choice([1, 3, 40, 56, 64]), rng.choice([1, 7, 55, 64])) if big else \
+            (rng.randint(1, 9), rng.randint(1, 9))
+        st = (rng.randint(1, 4), rng.randint(1, 4)) if i % 7 else (1, 1)
+        M = rng.choice([1, 5, 64, 300, 1 << 20, (1 << 30) + 1]) if big else rng.randint(1, 300)
+        N = rng.choice([1, 3, 1 << 12]) if big else rng.randint(1, 40)
+        C = 1 if i % 11 else rng.choice([2, 8])
+        pads = tuple((rng.randint(-2, 4), rng.randint(-2, 4)) for _ in range(2))
+        if H + pads[0][0] + pads[0][1] < KH or W + pads[1][0] + pads[1][1] < KW:
+            pads = ((KH, KH), (KW, KW))
+        specs.append(spec_from_logical(N, C, H, W, M, KH, KW, stride=st, padding=pads,
+                                       layout="NHWC"))
+    lines = []
+    for s in specs:
+        d = s.dims
+        (pt, _), (pl, _) = s.padding
+        lines.append(" ".join(str(v) for v in (d["N"], d["C"], d["H"], d["W"], d["M"], d["KH"],
+                                               d["KW"], d["OH"], d["OW"], *s.window_strides,
+                                               pt, pl)))
+    out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split("\n")
+    n_ok = 0
+    for s, line in zip(specs, out):
+        d = s.dims
+        mb, ok = (int(v) for v in line.split())
+        assert mb == ps.strided_filters(d["M"], d["KH"], d["KW"]), (s.describe(), line)
+        assert bool(ok) == (ps.strided_supported(s) is None), (s.describe(), line)
+        n_ok += ok
+    assert len(out) >= len(specs) and 300 < n_ok < len(specs)   # both answers are exercised

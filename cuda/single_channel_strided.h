@@ -1,0 +1,60 @@
+// Host-side facts of the strided single-channel kernel (cuda/single_channel_strided.cu): its
+// tile, its slab of filters and the layers it runs. The planner mirrors them
+// (jax_fastconv/plan_single_channel.py: strided_filters, strided_supported);
+// tests/cuda/strided_support_check.cc builds this header on the host so that
+// tests/test_plan_single_channel.py can ask both the same questions.
+#pragma once
+
+#include <cstdint>
+
+#include "conv_params.h"
+
+#ifndef ST_TM
+#define ST_TM 4  // filters per thread; 8 builds the driver's experiment (half the loads per FMA)
+#endif
+
+namespace fastconv {
+namespace strided {
+
+constexpr int kTM = ST_TM;                    // filters per thread: runs of 4 (float4s)
+constexpr int kTP = 4;                        // output columns per thread
+constexpr int kMaxMB = 128;                   // filters per slab
+constexpr int kSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
+static_assert(kTM == 4 || kTM == 8, "ST_TM: 4 or 8 filters per thread");
+
+// Filters per slab: the smallest power of two >= M (at least kTM, at most 128), halved until
+// the slab's weights fit 48 KB; 0 when even kTM filters do not.
+inline int slab_filters(const ConvParams& p) {
+  if (p.KH * p.KW > kSharedFloats / kTM) return 0;  // (also keeps the products below small)
+  int mb = kTM;
+  while (mb < kMaxMB && mb < p.M) mb *= 2;
+  while (mb > kTM && p.KH * p.KW * mb > kSharedFloats) mb /= 2;
+  return mb;
+}
+
+// Work items of one slab: N x OH x ceil(OW / kTP) x (MB / kTM).
+inline long long slab_items(const ConvParams& p, int mb) {
+  return p.N * p.OH * ((p.OW + kTP - 1) / kTP) * (mb / kTM);
+}
+
+// Whether the kernel runs p: C == 1, a stride > 1, sizes its 32-bit index math holds, a slab
+// that fits, and item indices that stay below 2^31 (it + blockDim included).
+inline bool supported(const ConvParams& p) {
+  constexpr long long kBig = 1LL << 30;
+  if (p.C != 1 || p.stride_h < 1 || p.stride_w < 1 || (p.stride_h == 1 && p.stride_w == 1))
+    return false;
+  if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0) return false;
+  if (p.H >= kBig || p.W >= kBig || p.OH >= kBig || p.OW >= kBig || p.M >= kBig ||
+      p.N >= kBig || p.stride_h >= kBig || p.stride_w >= kBig || p.KH >= kBig ||
+      p.KW >= kBig || p.pad_top <= -kBig || p.pad_top >= kBig || p.pad_left <= -kBig ||
+      p.pad_left >= kBig)
+    return false;
+  // the int index math of the kernel: input coordinates of the last output
+  if ((p.OH - 1) * p.stride_h + p.KH >= kBig || (p.OW - 1) * p.stride_w + p.KW >= kBig)
+    return false;
+  const int mb = slab_filters(p);
+  return mb > 0 && slab_items(p, mb) < (1LL << 31) - 1024 && (p.M + mb - 1) / mb <= 65535;
+}
+
+}  // namespace strided
+}  // namespace fastconv
