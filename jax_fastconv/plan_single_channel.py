@@ -120,7 +120,8 @@ def is_pointwise(attrs) -> bool:
 
 
 # S7: the strided kernel's plan attributes, its slab of filters and the layers it runs
-# (cuda/single_channel_strided.cu: slab_filters, single_channel_strided_supported).
+# (cuda/single_channel_strided.h: strided::slab_filters, strided::supported; compared on the
+# host by tests/test_plan_single_channel.py test_strided_support_is_the_kernels).
 STRIDED_ATTRS = (4, 1, 1, 0, 0, 0, 256)
 STRIDED_MB_MAX = 128
 STRIDED_SHARED_FLOATS = 48 * 1024 // 4
