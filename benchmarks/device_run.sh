@@ -2,6 +2,8 @@
 # One device call does a whole step: build, info, GPU tests, calibrate, benchmark.
 # Usage (on the GPU machine, from the repo root): bash benchmarks/device_run.sh [STEPS...]
 #   steps: build info test calibrate bench  (default: all). Logs and JSON go to $OUT.
+#   Pass JAX_FASTCONV_GIT_COMMIT=<sha> (from your checkout): the device tool's copy of the
+#   repository keeps the session's first HEAD, so the bench would label runs with that.
 set -uo pipefail
 OUT="${OUT:-/tmp/fastconv-out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
