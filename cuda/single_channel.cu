@@ -591,20 +591,30 @@ __global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
 
 long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
-// A plan for the pointwise 1x1 kernel (division 3, exactly [1, 3, 1, 1, 0, 0, 0, 256]) on a
-// layer it runs.
-bool pointwise_plan(const ConvParams& p) {
+// Whether plan[1..7] are exactly [division, 1, 1, 0, 0, 0, 256]: the attributes of the kernels
+// without tiles (division 3: pointwise, 4: strided), which choose their work order themselves.
+bool untiled_plan(const ConvParams& p, int64_t division) {
   const int64_t* a = p.plan;
-  return a[1] == 3 && a[2] == 1 && a[3] == 1 && a[4] == 0 && a[5] == 0 && a[6] == 0 &&
-         a[7] == 256 && single_channel_pointwise_supported(p);
+  return a[1] == division && a[2] == 1 && a[3] == 1 && a[4] == 0 && a[5] == 0 && a[6] == 0 &&
+         a[7] == 256;
 }
 
-// A plan for the strided kernel (division 4, exactly [1, 4, 1, 1, 0, 0, 0, 256]) on a layer
-// it runs.
+// A plan for the pointwise 1x1 kernel (division 3) on a layer it runs.
+bool pointwise_plan(const ConvParams& p) {
+  return untiled_plan(p, 3) && single_channel_pointwise_supported(p);
+}
+
+// A plan for the strided kernel (division 4) on a layer it runs.
 bool strided_plan(const ConvParams& p) {
-  const int64_t* a = p.plan;
-  return a[1] == 4 && a[2] == 1 && a[3] == 1 && a[4] == 0 && a[5] == 0 && a[6] == 0 &&
-         a[7] == 256 && single_channel_strided_supported(p);
+  return untiled_plan(p, 4) && single_channel_strided_supported(p);
+}
+
+// single_channel_launch_config's answer for a kernel without tiles: its division, 256
+// threads, no tiles or grid to report, layout -1 (the kernel picks its store order).
+cudaError_t untiled_launch_config(int64_t division, long long out[10]) {
+  const long long v[10] = {1, division, 0, 0, 0, 0, 256, 0, 0, -1};
+  for (int i = 0; i < 10; ++i) out[i] = v[i];
+  return cudaSuccess;
 }
 
 // The launch one ConvParams resolves to (host side, no CUDA calls past the device query).
@@ -909,18 +919,10 @@ cudaError_t dispatch_k(const ConvParams& p, const Resolved& r, const DeviceInfo&
 // {exact (1: the plan ran as given), division, RB, CB, MB, prefetch, threads, grid (0: from
 // the occupancy API), shared bytes, layout}.
 cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10]) {
-  if (strided_plan(p)) {  // no tiles; shared memory: one slab of filters; layout: the order
-    const long long v[10] = {1, 4, 0, 0, 0, 0, 256, 0, 0, -1};
-    for (int i = 0; i < 10; ++i) out[i] = v[i];
-    return cudaSuccess;
-  }
+  if (strided_plan(p)) return untiled_launch_config(4, out);
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
-  if (pointwise_plan(p)) {  // no tiles, no shared memory; layout: the store order
-    const long long v[10] = {1, 3, 0, 0, 0, 0, 256, 0, 0, -1};
-    for (int i = 0; i < 10; ++i) out[i] = v[i];
-    return cudaSuccess;
-  }
+  if (pointwise_plan(p)) return untiled_launch_config(3, out);
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;

@@ -267,11 +267,10 @@ int pick_order(const ConvParams& p, const float* y, int* vec) {
 }
 
 template <int KT, int ST, int ORDER>
-cudaError_t launch_t(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
-                     const float* x, const float* w, float* y, cudaStream_t stream) {
+cudaError_t launch_t(const STArgs& a, const ConvParams& p, const float* x, const float* w,
+                     float* y, cudaStream_t stream) {
   auto kern = single_channel_strided_kernel<KT, ST, ORDER>;
   const size_t smem = size_t(p.KH * p.KW * a.MB) * sizeof(float);
-  (void)dev;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned((a.items + a.per_block - 1) / a.per_block),
                      unsigned((p.M + a.MB - 1) / a.MB));
@@ -282,17 +281,17 @@ cudaError_t launch_t(const STArgs& a, const ConvParams& p, const DeviceInfo& dev
 }
 
 template <int ORDER>
-cudaError_t dispatch(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
+cudaError_t dispatch(const STArgs& a, const ConvParams& p,
                      const float* x, const float* w, float* y, cudaStream_t s) {
   const long long K = p.KH, S = p.stride_h;
   if (p.KW == K && p.stride_w == S) {
-    if (S == 2 && K == 3) return launch_t<3, 2, ORDER>(a, p, dev, x, w, y, s);
-    if (S == 2 && K == 5) return launch_t<5, 2, ORDER>(a, p, dev, x, w, y, s);
-    if (S == 2 && K == 7) return launch_t<7, 2, ORDER>(a, p, dev, x, w, y, s);
-    if (S == 2 && K == 2) return launch_t<2, 2, ORDER>(a, p, dev, x, w, y, s);
-    if (S == 4 && K == 4) return launch_t<4, 4, ORDER>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 3) return launch_t<3, 2, ORDER>(a, p, x, w, y, s);
+    if (S == 2 && K == 5) return launch_t<5, 2, ORDER>(a, p, x, w, y, s);
+    if (S == 2 && K == 7) return launch_t<7, 2, ORDER>(a, p, x, w, y, s);
+    if (S == 2 && K == 2) return launch_t<2, 2, ORDER>(a, p, x, w, y, s);
+    if (S == 4 && K == 4) return launch_t<4, 4, ORDER>(a, p, x, w, y, s);
   }
-  return launch_t<0, 0, ORDER>(a, p, dev, x, w, y, s);
+  return launch_t<0, 0, ORDER>(a, p, x, w, y, s);
 }
 
 }  // namespace
@@ -336,8 +335,8 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.fd_b = FastDiv(uint32_t(a.CW));
   a.fd_c = FastDiv(uint32_t(p.OH));
   a.fd_d = FastDiv(uint32_t(a.GM / a.G4));
-  if (order == kFilters) return dispatch<kFilters>(a, p, dev, x, w, y, stream);
-  return dispatch<kColumns>(a, p, dev, x, w, y, stream);
+  if (order == kFilters) return dispatch<kFilters>(a, p, x, w, y, stream);
+  return dispatch<kColumns>(a, p, x, w, y, stream);
 }
 
 }  // namespace fastconv
