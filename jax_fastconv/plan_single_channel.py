@@ -143,6 +143,12 @@ def strided_filters(M: int, KH: int, KW: int) -> int:
     return mb if KH * KW * mb <= STRIDED_SHARED_FLOATS else 0
 
 
+def strided_items(spec, mb: int) -> int:
+    """Work items of one slab of the strided kernel: N x OH x ceil(OW / 4) x MB / 4."""
+    d = spec.dims
+    return d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // 4)
+
+
 def strided_supported(spec) -> str | None:
     """None when the strided kernel runs `spec` (C = 1, a stride > 1), else why not."""
     d = spec.dims
@@ -158,7 +164,7 @@ def strided_supported(spec) -> str | None:
     mb = strided_filters(d["M"], d["KH"], d["KW"])
     if mb == 0:
         return (f"a {d['KH']}x{d['KW']} kernel: 4 filters' weights exceed the 48 KB slab")
-    if (d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // 4) >= (1 << 31) - 1024
+    if (strided_items(spec, mb) >= (1 << 31) - 1024
             or _cdiv(d["M"], mb) > 65535):
         return "over 2^31 - 1024 work items per slab or 65535 slabs (32-bit item indices)"
     return None
@@ -444,7 +450,7 @@ def strided_plan(spec, hw, lat):
         return _direct(hw, f"stride {stride}: {why_not}", lat)
     N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
     MB = strided_filters(M, KH, KW)
-    items = N * OH * _cdiv(OW, 4) * (MB // 4)
+    items = strided_items(spec, MB)
     q = list(lat.items()) + [
         ("rule", "strided (S7)"), ("division", 4), ("mode", "strided"),
         ("filters_per_block", MB), ("filter_slabs", _cdiv(M, MB)), ("threads_per_block", 256),
@@ -579,12 +585,14 @@ def candidate_plans(spec, hw, plan) -> list:
     return out
 
 
-def plan_for(spec, hw):
-    """This module's plan for a C = 1 spec (what make_plan returns for it)."""
+def plan_for(spec, hw, lat=None):
+    """This module's plan for a C = 1 spec (make_plan's answer for it): the strided kernel's
+    (S7) where a stride is > 1, else section 3.1's. `lat`: planner.latency_model(hw)."""
     from .planner import latency_model
+    lat = latency_model(hw) if lat is None else lat
     if tuple(spec.window_strides) != (1, 1):
-        return strided_plan(spec, hw, latency_model(hw))
-    return single_channel_plan(spec, hw, latency_model(hw))
+        return strided_plan(spec, hw, lat)
+    return single_channel_plan(spec, hw, lat)
 
 
 # ---------------------------------------------------------------- export for the driver

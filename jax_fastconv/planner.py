@@ -803,9 +803,7 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
     lat = latency_model(hw)
     if d["C"] == 1:
         from . import plan_single_channel  # section 3.1 lives in its own module
-        if tuple(spec.window_strides) != (1, 1):
-            return plan_single_channel.strided_plan(spec, hw, lat)
-        return plan_single_channel.single_channel_plan(spec, hw, lat)
+        return plan_single_channel.plan_for(spec, hw, lat)
     return _multi_channel(spec, hw, lat)
 
 
