@@ -7,7 +7,7 @@
 // The output is what costs (M filters over one input map), so, as in the pointwise kernel,
 // nothing is staged but the filters: a block copies the weights of its slab of MB filters into
 // shared memory once ([tap][MB], a thread's 4 filters one float4 per tap) and each thread
-// computes a register tile of 4 filters x 4 output columns of one row, reading its input
+// computes a register tile of TM filters x 4 output columns of one row, reading its input
 // window with __ldg (the map is M times smaller than the output and stays in L1/L2). A row of
 // the window, S (TP - 1) + K inputs, is loaded once into registers and feeds the K taps of
 // that row at constant offsets (S j + kw), where the stride and the kernel size are compile-
@@ -15,9 +15,12 @@
 // size or stride runs the generic instance (runtime loops, four loads per tap).
 //
 // Two thread orders, picked on the host from the output strides and alignment:
-//   kFilters (y_sc == 1, M % 4 == 0, e.g. NHWC): filter groups fastest; a thread writes one
-//            16-byte store per pixel (its 4 filters), a warp whole lines of a pixel run.
-//   kColumns (anything else): 4 filter groups fastest, then column chunks, so that a warp
+//   kFilters (y_sc == 1, M % 4 == 0, e.g. NHWC): filter groups fastest, TM = 4; a thread
+//            writes one 16-byte store per pixel (its 4 filters), a warp whole lines of a run.
+//   kColumns (anything else): TM = 8 (4 where a slab has fewer filters; 8 filters per thread
+//            halve the input loads per FMA: b32 NCHW 7x7/2 0.89x, 5x5/2 0.87x, 4x4/4 0.83x
+//            the time of 4; in kFilters 8 took 1.08-2.2x the time, H100, single-channel
+//            notes round 14); 4 filter groups fastest, then column chunks, so that a warp
 //            holds 4 filter groups x 8 chunks: its input loads touch 8 places (32 lanes along
 //            the columns touched 32, 0.5-0.6x the time at 7x7/2 NCHW) and, with 16-byte aligned
 //            rows (y_sw == 1, e.g. NCHW with OW % 4 == 0), each of its float4 stores per filter
@@ -37,7 +40,6 @@ namespace fastconv {
 namespace {
 
 constexpr int kSTThreads = 256;
-constexpr int kSTTM = strided::kTM;  // filters per thread (single_channel_strided.h)
 constexpr int kSTTP = strided::kTP;  // output columns per thread
 constexpr int kSTTurns = 4;          // items per thread, fewer for small launches
 
@@ -49,7 +51,7 @@ struct STArgs {
   long long y_sn, y_sc, y_sh, y_sw;
   int H, W, OH, OW, M, KH, KW, SH, SW, pad_top, pad_left;
   int MB;         // filters per slab (blockIdx.y): a power of two in [4, 128]
-  int GM;         // MB / kSTTM: filter groups of a slab
+  int GM;         // MB / TM: filter groups of a slab
   int G4;         // kColumns: min(GM, 4) filter groups interleaved with the column chunks
   int CW;         // ceil(OW / 4): column chunks of an output row
   int items;      // items of one slab: N x OH x CW x GM (< 2^31)
@@ -88,16 +90,17 @@ __device__ __forceinline__ STItem decode(const STArgs& a, int it) {
   return r;
 }
 
-// The thread's kSTTM weights of one tap (consecutive in the slab): kSTTM / 4 float4 reads.
-__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[kSTTM]) {
+// The thread's TM weights of one tap (consecutive in the slab): TM / 4 float4 reads.
+template <int TM>
+__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[TM]) {
 #pragma unroll
-  for (int q = 0; q < kSTTM / 4; ++q) {
+  for (int q = 0; q < TM / 4; ++q) {
     const float4 f = *reinterpret_cast<const float4*>(wtap + 4 * q);
     wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
   }
 }
 
-// acc[i][j] = sum over taps of filter i (the thread's kSTTM, weights swg[tap * MB + i]) x the input
+// acc[i][j] = sum over taps of filter i (the thread's TM, weights swg[tap * MB + i]) x the input
 // under output column c0 + j of row oh of image xn; the window outside the map is zeros. UNIT:
 // x_sw == 1 (every C = 1 layout but the exotic ones), so a row's loads are constant offsets.
 // Patch instances (stride = kernel size: windows do not overlap, so a row's loads are all
@@ -105,12 +108,12 @@ __device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[kSTT
 // window row starts aligned (a 4x4/4 row: 4 loads instead of 16; b32 256^2 4x4/4 NCHW 0.85x
 // the time). Not for the overlapping windows (3x3/2, 5x5/2, 7x7/2): there the vector paths
 // took 62-64 registers to 75-78 (3 blocks per SM instead of 4) and ran up to 1.48x slower.
-template <int KT, int ST, bool UNIT>
+template <int KT, int ST, bool UNIT, int TM>
 __device__ __forceinline__ void compute_item(const STArgs& a, const float* __restrict__ xn,
                                              int oh, int c0, const float* __restrict__ swg,
-                                             float (&acc)[kSTTM][kSTTP]) {
+                                             float (&acc)[TM][kSTTP]) {
 #pragma unroll
-  for (int i = 0; i < kSTTM; ++i)
+  for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < kSTTP; ++j) acc[i][j] = 0.f;
   const long long xsw = UNIT ? 1 : a.x_sw;
@@ -153,10 +156,10 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
       }
 #pragma unroll
       for (int kw = 0; kw < KT; ++kw) {
-        float wv[kSTTM];
-        load_weights(swg + (kh * KT + kw) * a.MB, wv);
+        float wv[TM];
+        load_weights<TM>(swg + (kh * KT + kw) * a.MB, wv);
 #pragma unroll
-        for (int i = 0; i < kSTTM; ++i)
+        for (int i = 0; i < TM; ++i)
 #pragma unroll
           for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[ST * j + kw], acc[i][j]);
       }
@@ -175,10 +178,10 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
           const int iw = iw0 + j * a.SW + kw;
           v[j] = (iw >= 0 && iw < a.W) ? __ldg(xr + iw * xsw) : 0.f;
         }
-        float wv[kSTTM];
-        load_weights(swg + (kh * a.KW + kw) * a.MB, wv);
+        float wv[TM];
+        load_weights<TM>(swg + (kh * a.KW + kw) * a.MB, wv);
 #pragma unroll
-        for (int i = 0; i < kSTTM; ++i)
+        for (int i = 0; i < TM; ++i)
 #pragma unroll
           for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[j], acc[i][j]);
       }
@@ -186,7 +189,7 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
   }
 }
 
-template <int KT, int ST, int ORDER>
+template <int KT, int ST, int ORDER, int TM>
 __global__ void __launch_bounds__(kSTThreads)
     single_channel_strided_kernel(const STArgs a, const float* __restrict__ x,
                                   const float* __restrict__ w, float* __restrict__ y) {
@@ -215,20 +218,20 @@ __global__ void __launch_bounds__(kSTThreads)
   const int end = min(a.items, first + a.per_block);
   for (int it = first + int(threadIdx.x); it < end; it += blockDim.x) {
     const STItem t = decode<ORDER>(a, it);
-    const int m0 = m_slab + kSTTM * t.gl;
+    const int m0 = m_slab + TM * t.gl;
     if (m0 >= a.M) continue;
-    float acc[kSTTM][kSTTP];
-    const float* swg = sw + kSTTM * t.gl;
+    float acc[TM][kSTTP];
+    const float* swg = sw + TM * t.gl;
     if (a.x_sw == 1)
-      compute_item<KT, ST, true>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
+      compute_item<KT, ST, true, TM>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
     else
-      compute_item<KT, ST, false>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
+      compute_item<KT, ST, false, TM>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
     const int crem = a.OW - t.c0;  // columns left in this row (>= 1)
     float* yp = y + (long long)t.n * a.y_sn + (long long)t.oh * a.y_sh + (long long)m0 * a.y_sc +
                 (long long)t.c0 * a.y_sw;
     if (ORDER == kFilters) {  // y_sc == 1, M % 4 == 0, 16-byte aligned pixels
 #pragma unroll
-      for (int h = 0; h < kSTTM / 4; ++h) {
+      for (int h = 0; h < TM / 4; ++h) {
         if (h > 0 && m0 + 4 * h >= a.M) break;  // (m0 < M was checked)
 #pragma unroll
         for (int j = 0; j < kSTTP; ++j)
@@ -238,7 +241,7 @@ __global__ void __launch_bounds__(kSTThreads)
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kSTTM; ++i) {
+      for (int i = 0; i < TM; ++i) {
         if (m0 + i >= a.M) break;
         float* ym = yp + i * a.y_sc;
         if (a.vec && crem >= kSTTP) {
@@ -259,17 +262,15 @@ using strided::slab_items;
 int pick_order(const ConvParams& p, const float* y, int* vec) {
   const bool y16 = aligned16(y);
   *vec = 0;
-  if (y16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
-      p.y_sw % 4 == 0)
-    return kFilters;
+  if (strided::filters_first(p, y16)) return kFilters;
   *vec = y16 && p.y_sw == 1 && p.y_sc % 4 == 0 && p.y_sh % 4 == 0 && p.y_sn % 4 == 0;
   return kColumns;
 }
 
-template <int KT, int ST, int ORDER>
+template <int KT, int ST, int ORDER, int TM>
 cudaError_t launch_t(const STArgs& a, const ConvParams& p, const float* x, const float* w,
                      float* y, cudaStream_t stream) {
-  auto kern = single_channel_strided_kernel<KT, ST, ORDER>;
+  auto kern = single_channel_strided_kernel<KT, ST, ORDER, TM>;
   const size_t smem = size_t(p.KH * p.KW * a.MB) * sizeof(float);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned((a.items + a.per_block - 1) / a.per_block),
@@ -280,18 +281,18 @@ cudaError_t launch_t(const STArgs& a, const ConvParams& p, const float* x, const
   return cudaLaunchKernelEx(&cfg, kern, a, x, w, y);  // smem <= 48 KB: no opt-in needed
 }
 
-template <int ORDER>
+template <int ORDER, int TM>
 cudaError_t dispatch(const STArgs& a, const ConvParams& p,
                      const float* x, const float* w, float* y, cudaStream_t s) {
   const long long K = p.KH, S = p.stride_h;
   if (p.KW == K && p.stride_w == S) {
-    if (S == 2 && K == 3) return launch_t<3, 2, ORDER>(a, p, x, w, y, s);
-    if (S == 2 && K == 5) return launch_t<5, 2, ORDER>(a, p, x, w, y, s);
-    if (S == 2 && K == 7) return launch_t<7, 2, ORDER>(a, p, x, w, y, s);
-    if (S == 2 && K == 2) return launch_t<2, 2, ORDER>(a, p, x, w, y, s);
-    if (S == 4 && K == 4) return launch_t<4, 4, ORDER>(a, p, x, w, y, s);
+    if (S == 2 && K == 3) return launch_t<3, 2, ORDER, TM>(a, p, x, w, y, s);
+    if (S == 2 && K == 5) return launch_t<5, 2, ORDER, TM>(a, p, x, w, y, s);
+    if (S == 2 && K == 7) return launch_t<7, 2, ORDER, TM>(a, p, x, w, y, s);
+    if (S == 2 && K == 2) return launch_t<2, 2, ORDER, TM>(a, p, x, w, y, s);
+    if (S == 4 && K == 4) return launch_t<4, 4, ORDER, TM>(a, p, x, w, y, s);
   }
-  return launch_t<0, 0, ORDER>(a, p, x, w, y, s);
+  return launch_t<0, 0, ORDER, TM>(a, p, x, w, y, s);
 }
 
 }  // namespace
@@ -313,9 +314,11 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.KH = int(p.KH); a.KW = int(p.KW); a.SH = int(p.stride_h); a.SW = int(p.stride_w);
   a.pad_top = int(p.pad_top); a.pad_left = int(p.pad_left);
   a.MB = slab_filters(p);
-  a.GM = a.MB / kSTTM;
+  const int order = pick_order(p, y, &a.vec);
+  const int tm = strided::filters_per_thread(p, a.MB, aligned16(y));
+  a.GM = a.MB / tm;
   a.CW = int((p.OW + kSTTP - 1) / kSTTP);
-  a.items = int(slab_items(p, a.MB));
+  a.items = int(slab_items(p, a.MB, tm));
   a.G4 = std::min(a.GM, 4);
   // kSTTurns items per thread, fewer where that leaves under two blocks per SM
   const long long slabs = (p.M + a.MB - 1) / a.MB, sms = std::max(1, dev.sms);
@@ -324,7 +327,6 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
          slabs * ((a.items + turns * kSTThreads - 1) / (turns * kSTThreads)) < 2 * sms)
     --turns;
   a.per_block = turns * kSTThreads;
-  const int order = pick_order(p, y, &a.vec);
   // window rows start at x + n x_sn + ih x_sh + iw0, iw0 = c0 S - pad_left with c0 % 4 == 0
   const long long pl = ((-p.pad_left) % 4 + 4) % 4;
   const uintptr_t xa = reinterpret_cast<uintptr_t>(x);
@@ -335,8 +337,9 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.fd_b = FastDiv(uint32_t(a.CW));
   a.fd_c = FastDiv(uint32_t(p.OH));
   a.fd_d = FastDiv(uint32_t(a.GM / a.G4));
-  if (order == kFilters) return dispatch<kFilters>(a, p, x, w, y, stream);
-  return dispatch<kColumns>(a, p, x, w, y, stream);
+  if (order == kFilters) return dispatch<kFilters, 4>(a, p, x, w, y, stream);
+  if (tm == 8) return dispatch<kColumns, 8>(a, p, x, w, y, stream);
+  return dispatch<kColumns, 4>(a, p, x, w, y, stream);  // slabs of 4 filters (M <= 4)
 }
 
 }  // namespace fastconv

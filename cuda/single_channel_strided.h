@@ -9,18 +9,27 @@
 
 #include "conv_params.h"
 
-#ifndef ST_TM
-#define ST_TM 4  // filters per thread; 8 builds the driver's experiment (half the loads per FMA)
-#endif
-
 namespace fastconv {
 namespace strided {
 
-constexpr int kTM = ST_TM;                    // filters per thread: runs of 4 (float4s)
+constexpr int kTM = 4;                        // the smallest filters per thread and slab
 constexpr int kTP = 4;                        // output columns per thread
 constexpr int kMaxMB = 128;                   // filters per slab
 constexpr int kSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
-static_assert(kTM == 4 || kTM == 8, "ST_TM: 4 or 8 filters per thread");
+
+// The filters-first thread order: the output's filters are its fastest axis (y_sc == 1, e.g.
+// NHWC) in runs of 4 that 16-byte stores can write. The column order serves everything else.
+inline bool filters_first(const ConvParams& p, bool y_aligned16) {
+  return y_aligned16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
+         p.y_sw % 4 == 0;
+}
+
+// Filters per thread of a launch with slabs of mb filters: 8 in the column order (half the
+// input loads per FMA: b32 NCHW 7x7/2, 5x5/2, 4x4/4 0.83-0.90x the time on an H100), 4 in the
+// filters-first order (8 there took 1.08-2.2x the time) or where a slab holds fewer than 8.
+inline int filters_per_thread(const ConvParams& p, int mb, bool y_aligned16) {
+  return filters_first(p, y_aligned16) || mb < 8 ? kTM : 2 * kTM;
+}
 
 // Filters per slab: the smallest power of two >= M (at least kTM, at most 128), halved until
 // the slab's weights fit 48 KB; 0 when even kTM filters do not.
@@ -32,13 +41,14 @@ inline int slab_filters(const ConvParams& p) {
   return mb;
 }
 
-// Work items of one slab: N x OH x ceil(OW / kTP) x (MB / kTM).
-inline long long slab_items(const ConvParams& p, int mb) {
-  return p.N * p.OH * ((p.OW + kTP - 1) / kTP) * (mb / kTM);
+// Work items of one slab: N x OH x ceil(OW / kTP) x (MB / tm), tm filters per thread.
+inline long long slab_items(const ConvParams& p, int mb, int tm = kTM) {
+  return p.N * p.OH * ((p.OW + kTP - 1) / kTP) * (mb / tm);
 }
 
 // Whether the kernel runs p: C == 1, a stride > 1, sizes its 32-bit index math holds, a slab
-// that fits, and item indices that stay below 2^31 (it + blockDim included).
+// that fits, and item indices that stay below 2^31 (it + blockDim included; counted for
+// kTM filters per thread, the most items a launch has).
 inline bool supported(const ConvParams& p) {
   constexpr long long kBig = 1LL << 30;
   if (p.C != 1 || p.stride_h < 1 || p.stride_w < 1 || (p.stride_h == 1 && p.stride_w == 1))

@@ -72,8 +72,9 @@ S7. Strides (beyond the paper, whose section 3.1 is stride 1): the staged kernel
     tap's inputs as consecutive floats of a shared line, which a stride breaks. A layer with
     a stride > 1 runs the strided kernel (division 4): the filters of a slab of MB filters in
     shared memory (MB the smallest power of two >= M, at most 128, halved until the slab's
-    weights fit 48 KB: `strided_filters`), each thread 4 filters x 4 output columns of one
-    row from a window read with __ldg (the input is M s_h s_w times smaller than the output:
+    weights fit 48 KB: `strided_filters`), each thread 4 (NHWC-like outputs) or 8 (others:
+    `strided_filters_per_thread`) filters x 4 output columns of one row from a window read
+    with __ldg (the input is M s_h s_w times smaller than the output:
     the output stores bound these layers as they do the stride-1 ones). Layers the kernel's
     index range does not cover (`strided_supported`) run the direct kernel's plan (lax).
 """
@@ -143,10 +144,21 @@ def strided_filters(M: int, KH: int, KW: int) -> int:
     return mb if KH * KW * mb <= STRIDED_SHARED_FLOATS else 0
 
 
-def strided_items(spec, mb: int) -> int:
-    """Work items of one slab of the strided kernel: N x OH x ceil(OW / 4) x MB / 4."""
+def strided_filters_per_thread(spec, mb: int) -> int:
+    """Filters per thread of the strided kernel (strided::filters_per_thread, for XLA's aligned
+    buffers): 4 in the filters-first order (the output's filters its fastest axis, M % 4 == 0,
+    e.g. NHWC), else 8 where a slab holds 8 or more, else 4."""
+    y_sn, y_sc, y_sh, y_sw = spec.out_strides
+    filters_first = (y_sc == 1 and spec.dims["M"] % 4 == 0
+                     and y_sn % 4 == 0 and y_sh % 4 == 0 and y_sw % 4 == 0)
+    return 4 if filters_first or mb < 8 else 8
+
+
+def strided_items(spec, mb: int, tm: int = 4) -> int:
+    """Work items of one slab of the strided kernel: N x OH x ceil(OW / 4) x MB / tm, tm filters
+    per thread (4, the most items, in the support check)."""
     d = spec.dims
-    return d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // 4)
+    return d["N"] * d["OH"] * _cdiv(d["OW"], 4) * (mb // tm)
 
 
 def strided_supported(spec) -> str | None:
@@ -450,16 +462,18 @@ def strided_plan(spec, hw, lat):
         return _direct(hw, f"stride {stride}: {why_not}", lat)
     N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
     MB = strided_filters(M, KH, KW)
-    items = strided_items(spec, MB)
+    TM = strided_filters_per_thread(spec, MB)
+    items = strided_items(spec, MB, TM)
     q = list(lat.items()) + [
         ("rule", "strided (S7)"), ("division", 4), ("mode", "strided"),
         ("filters_per_block", MB), ("filter_slabs", _cdiv(M, MB)), ("threads_per_block", 256),
         ("shared_bytes_per_block", 4 * KH * KW * MB),
-        ("work_items", items * _cdiv(M, MB)), ("FMA_per_item", KH * KW * 4 * 4)]
+        ("filters_per_thread", TM), ("work_items", items * _cdiv(M, MB)),
+        ("FMA_per_item", KH * KW * TM * 4)]
     attrs = (METHOD_IDS["single_channel"],) + STRIDED_ATTRS
     why = (f"C == 1, stride {stride} (S7, beyond sec 3.1's stride 1): the strided kernel: "
            f"slabs of MB = {MB} filters with their {KH}x{KW} weights in shared memory "
-           f"({4 * KH * KW * MB} B), each thread 4 filters x 4 output columns of a row from a "
+           f"({4 * KH * KW * MB} B), each thread {TM} filters x 4 output columns of a row from a "
            f"window read through L1; the output's {4 * N * M * OH * OW} B of stores bound it")
     return Plan("single_channel", why, hw.name, tuple(q), attrs)
 

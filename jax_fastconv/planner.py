@@ -286,10 +286,14 @@ QUANTITY_NOTES = {
     "bytes_in_flight": "data of one round over all blocks (compare V_s)",
     "regs_per_thread": "estimated registers per thread",
     "shared_bytes_per_block": "shared memory a block holds",
-    "work_items": "thread work items of the launch (strided kernel: 4 filters x 4 columns each; "
+    "work_items": "thread work items of the launch (strided kernel: filters_per_thread filters "
+                  "x 4 columns each; "
                   "a thread takes 1-4, fewer where that leaves under 2 blocks per SM)",
     "filter_slabs": "slabs of filters_per_block filters, one per grid row (strided kernel)",
-    "FMA_per_item": "FMAs of one work item: 4 filters x 4 columns x KH x KW (strided kernel)",
+    "filters_per_thread": "filters of a thread's register tile (strided kernel: 4 where the "
+                          "output's filters are its fastest axis, else 8)",
+    "FMA_per_item": "FMAs of one work item: filters_per_thread x 4 columns x KH x KW "
+                    "(strided kernel)",
     "S": "segment bytes along ch (sec 3.2)",
     "S_elems": "segment elements = S / 4",
     "W'x": "tile pixels along x, a multiple of 128 B (sec 3.2)",

@@ -310,6 +310,8 @@ def test_strided_filters(M, KH, KW, mb):
     (2, 31, 17, 13, 5, 3, (3, 2), ((2, -1), (0, 3)), "NCHW"),
     (1, 64, 64, 96, 4, 4, (4, 4), "VALID", "NHWC"),      # patches
     (3, 40, 9, 8, 1, 1, (1, 2), "VALID", "NHWC"),        # one axis strided, 1x1
+    (2, 50, 50, 6, 3, 3, (2, 2), "SAME", "NHWC"),        # M % 4 != 0: the column order
+    (1, 33, 33, 3, 3, 3, (2, 2), "VALID", "NCHW"),       # a slab of 4: 4 filters per thread
 ])
 def test_strided_layers_plan_the_strided_kernel(preset, N, H, W, M, K, KW, stride, pad, layout):
     hw = hwm.PRESETS[preset]
@@ -322,7 +324,11 @@ def test_strided_layers_plan_the_strided_kernel(preset, N, H, W, M, K, KW, strid
     mb = ps.strided_filters(M, K, KW)
     assert (plan["division"], plan["mode"], plan["filters_per_block"]) == (4, "strided", mb)
     assert plan["shared_bytes_per_block"] == 4 * K * KW * mb
-    assert plan["work_items"] == N * d["OH"] * -(-d["OW"] // 4) * mb // 4 * -(-M // mb)
+    # 4 filters per thread where the output's filters are its fastest axis in runs of 4
+    tm = 4 if (layout == "NHWC" and M % 4 == 0) or mb < 8 else 8
+    assert plan["filters_per_thread"] == tm == ps.strided_filters_per_thread(spec, mb)
+    assert plan["work_items"] == N * d["OH"] * -(-d["OW"] // 4) * mb // tm * -(-M // mb)
+    assert plan["FMA_per_item"] == K * KW * tm * 4
     assert f"stride {stride}" in plan.reason and "S7" in plan.reason
     assert ps.candidate_plans(spec, hw, plan) == [plan]     # nothing to measure against
     r = ps.tile_ranges(spec, plan)
@@ -354,7 +360,8 @@ def test_strided_kernel_limits_and_attrs():
 
 def test_strided_support_is_the_kernels(tmp_path):
     """The planner's mirror of the strided kernel's host checks (strided_filters,
-    strided_supported) answers as cuda/single_channel_strided.h does, built on the host."""
+    strided_supported, strided_filters_per_thread) answers as cuda/single_channel_strided.h
+    does, built on the host."""
     import random
     import subprocess
     from _helpers import build_host_check
@@ -375,21 +382,25 @@ def test_strided_support_is_the_kernels(tmp_path):
         if H + pads[0][0] + pads[0][1] < KH or W + pads[1][0] + pads[1][1] < KW:
             pads = ((KH, KH), (KW, KW))
         specs.append(spec_from_logical(N, C, H, W, M, KH, KW, stride=st, padding=pads,
-                                       layout="NHWC"))
+                                       layout=rng.choice(["NHWC", "NCHW"])))
     lines = []
     for s in specs:
         d = s.dims
         (pt, _), (pl, _) = s.padding
         lines.append(" ".join(str(v) for v in (d["N"], d["C"], d["H"], d["W"], d["M"], d["KH"],
                                                d["KW"], d["OH"], d["OW"], *s.window_strides,
-                                               pt, pl)))
+                                               pt, pl, *s.out_strides)))
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
                          text=True, timeout=60, check=True).stdout.split("\n")
-    n_ok = 0
+    n_ok, tms = 0, set()
     for s, line in zip(specs, out):
         d = s.dims
-        mb, ok = (int(v) for v in line.split())
+        mb, ok, tm = (int(v) for v in line.split())
         assert mb == ps.strided_filters(d["M"], d["KH"], d["KW"]), (s.describe(), line)
         assert bool(ok) == (ps.strided_supported(s) is None), (s.describe(), line)
+        if ok:
+            assert tm == ps.strided_filters_per_thread(s, mb), (s.describe(), line)
+            tms.add(tm)
         n_ok += ok
     assert len(out) >= len(specs) and 300 < n_ok < len(specs)   # both answers are exercised
+    assert tms == {4, 8}

@@ -11,9 +11,9 @@
 //                       case's output (the store ceiling on this device, launch and drain included)
 //   /tmp/drv --plans F --one NAME   run the planned case NAME once (for ncu)
 //   /tmp/drv --strided  time the strided kernel (plan division 4) on the single-strided set
-//                       (add cuda/single_channel_strided.cu to the build; -DST_TM=8 builds its
-//                       8-filters-per-thread experiment); --check includes 100 random strided
-//                       layers and --small two
+//   /tmp/drv --strided-one NAME  launch one case of that set twice (its name, '_' for ' ')
+//                       (add cuda/single_channel_strided.cu to the build); --check includes
+//                       100 random strided layers and --small two
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
 // recomputes any element without copying inputs back. Outputs are poisoned with NaN first;
 // the NaN count over the whole output and a bit-exact hash are computed on the GPU.
@@ -502,28 +502,45 @@ static Case random_strided_case(std::mt19937_64& rng, int i) {
 
 // The single-strided benchmark set (benchmarks/layers.json), batch 1 and 32, NHWC and NCHW:
 // time per launch, GB/s and % of the copy bandwidth, the copy floor, and the FMA rate reached.
-static void time_strided_set() {
-  const double bw = copy_bw_GBps();
-  printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
+// With `one` (a case's name with '_' for ' ', e.g. strided_NCHW_N32_1024x1024_M32_K7/s2), that
+// case is only launched twice, for ncu (--launch-skip 1 --launch-count 1).
+static int time_strided_set(const char* one = nullptr) {
   static const long long set[][4] = {{224, 64, 7, 2}, {224, 32, 3, 2}, {512, 32, 3, 2}, {512, 32, 5, 2},
                                      {1024, 32, 3, 2}, {1024, 32, 7, 2}, {256, 64, 4, 4}, {128, 128, 2, 2}};
-  printf("%-40s %9s %7s %6s %9s %8s\n", "case", "us", "GB/s", "%copy", "floor_us", "TFLOP/s");
+  const double bw = one ? 0 : copy_bw_GBps();
+  if (!one) {
+    printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
+    printf("%-40s %9s %7s %6s %9s %8s\n", "case", "us", "GB/s", "%copy", "floor_us", "TFLOP/s");
+  }
   for (long long N : {1LL, 32LL})
     for (int lay : {1, 0})
       for (auto& l : set) {
         const Case c = strided_same(N, l[0], l[1], l[2], l[3], lay);
         Bufs b; ConvParams p = make_params(c, &b);
+        if (one) {
+          std::string u = c.name;
+          std::replace(u.begin(), u.end(), ' ', '_');
+          if (u != one) continue;
+          ensure(&d_x, &cap_x, b.x_elems); ensure(&d_w, &cap_w, b.w_elems); ensure(&d_y, &cap_y, b.y_elems);
+          fill_kernel<<<1024, 256>>>(d_x, b.x_elems, 1); fill_kernel<<<256, 256>>>(d_w, b.w_elems, 2);
+          for (int r = 0; r < 2; ++r) CK(fastconv::launch_single_channel(p, d_x, d_w, d_y, 0));
+          CK(cudaDeviceSynchronize());
+          printf("ran %s\n", one);
+          return 0;
+        }
         const TimeRes t = time_case(c);
         const double floor_us = 4.0 * (b.x_elems + b.w_elems + p.out_elems()) / (bw * 1e3);
         const double tflops = 2.0 * p.out_elems() * c.KH * c.KW / (t.us * 1e-6) / 1e12;
         printf("%-40s %9.2f %7.0f %5.1f%% %9.2f %8.1f\n", c.name.c_str(), t.us, t.gbps, 100 * t.gbps / bw,
                floor_us, tflops);
       }
+  if (one) printf("no strided case %s\n", one);
+  return one ? 1 : 0;
 }
 
 int main(int argc, char** argv) {
   bool small = false, do_check = true, do_time = true, strided_time = false;
-  const char* plans_path = nullptr; const char* one = nullptr;
+  const char* plans_path = nullptr; const char* one = nullptr; const char* strided_one = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--small")) { small = true; do_time = false; }
     if (!strcmp(argv[i], "--check")) do_time = false;
@@ -531,6 +548,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans_path = argv[++i];
     if (!strcmp(argv[i], "--one") && i + 1 < argc) one = argv[++i];
     if (!strcmp(argv[i], "--strided")) { strided_time = true; do_check = do_time = false; }
+    if (!strcmp(argv[i], "--strided-one") && i + 1 < argc) strided_one = argv[++i];
   }
   cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
   printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -572,7 +590,8 @@ int main(int argc, char** argv) {
     return bad ? 1 : 0;
   }
 
-  if (strided_time) { time_strided_set(); return 0; }
+  if (strided_one) return time_strided_set(strided_one);
+  if (strided_time) return time_strided_set();
   int nfail = 0, nrun = 0; double maxrel = 0; bool alldet = true;
   if (do_check) {
     std::vector<Case> cases;
