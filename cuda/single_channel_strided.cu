@@ -17,10 +17,10 @@
 // Two thread orders, picked on the host from the output strides and alignment:
 //   kFilters (y_sc == 1, M % 4 == 0, e.g. NHWC): filter groups fastest, TM = 4; a thread
 //            writes one 16-byte store per pixel (its 4 filters), a warp whole lines of a run.
-//   kColumns (anything else): TM = 8 (4 where a slab has fewer filters; 8 filters per thread
-//            halve the input loads per FMA: b32 NCHW 7x7/2 0.89x, 5x5/2 0.87x, 4x4/4 0.83x
-//            the time of 4; in kFilters 8 took 1.08-2.2x the time, H100, single-channel
-//            notes round 14); 4 filter groups fastest, then column chunks, so that a warp
+//   kColumns (anything else): TM = 8 where strided::filters_per_thread says so (8 filters per
+//            thread halve the input loads per FMA: b32 NCHW 7x7/2 0.90x, 5x5/2 0.87x, 4x4/4
+//            0.83x the time of 4; in kFilters 8 took 1.08-2.2x the time, H100, single-channel
+//            notes round 14), else 4; 4 filter groups fastest, then column chunks, so that a warp
 //            holds 4 filter groups x 8 chunks: its input loads touch 8 places (32 lanes along
 //            the columns touched 32, 0.5-0.6x the time at 7x7/2 NCHW) and, with 16-byte aligned
 //            rows (y_sw == 1, e.g. NCHW with OW % 4 == 0), each of its float4 stores per filter
@@ -315,7 +315,7 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.pad_top = int(p.pad_top); a.pad_left = int(p.pad_left);
   a.MB = slab_filters(p);
   const int order = pick_order(p, y, &a.vec);
-  const int tm = strided::filters_per_thread(p, a.MB, aligned16(y));
+  const int tm = strided::filters_per_thread(p, a.MB, aligned16(y), dev.sms);
   a.GM = a.MB / tm;
   a.CW = int((p.OW + kSTTP - 1) / kSTTP);
   a.items = int(slab_items(p, a.MB, tm));

@@ -17,20 +17,6 @@ constexpr int kTP = 4;                        // output columns per thread
 constexpr int kMaxMB = 128;                   // filters per slab
 constexpr int kSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
 
-// The filters-first thread order: the output's filters are its fastest axis (y_sc == 1, e.g.
-// NHWC) in runs of 4 that 16-byte stores can write. The column order serves everything else.
-inline bool filters_first(const ConvParams& p, bool y_aligned16) {
-  return y_aligned16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
-         p.y_sw % 4 == 0;
-}
-
-// Filters per thread of a launch with slabs of mb filters: 8 in the column order (half the
-// input loads per FMA: b32 NCHW 7x7/2, 5x5/2, 4x4/4 0.83-0.90x the time on an H100), 4 in the
-// filters-first order (8 there took 1.08-2.2x the time) or where a slab holds fewer than 8.
-inline int filters_per_thread(const ConvParams& p, int mb, bool y_aligned16) {
-  return filters_first(p, y_aligned16) || mb < 8 ? kTM : 2 * kTM;
-}
-
 // Filters per slab: the smallest power of two >= M (at least kTM, at most 128), halved until
 // the slab's weights fit 48 KB; 0 when even kTM filters do not.
 inline int slab_filters(const ConvParams& p) {
@@ -44,6 +30,26 @@ inline int slab_filters(const ConvParams& p) {
 // Work items of one slab: N x OH x ceil(OW / kTP) x (MB / tm), tm filters per thread.
 inline long long slab_items(const ConvParams& p, int mb, int tm = kTM) {
   return p.N * p.OH * ((p.OW + kTP - 1) / kTP) * (mb / tm);
+}
+
+// The filters-first thread order: the output's filters are its fastest axis (y_sc == 1, e.g.
+// NHWC) in runs of 4 that 16-byte stores can write. The column order serves everything else.
+inline bool filters_first(const ConvParams& p, bool y_aligned16) {
+  return y_aligned16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
+         p.y_sw % 4 == 0;
+}
+
+// Filters per thread of a launch with slabs of mb filters on a device of sms SMs: 8 in the
+// column order (half the input loads per FMA: b32 NCHW 7x7/2, 5x5/2, 4x4/4 0.83-0.90x the time
+// on an H100) where a window row feeds several taps (>= 9) and the launch keeps a thread per
+// FP32 lane of every SM (kernels of >= 25 taps have the work per thread to do without); else 4
+// (the filters-first order, where 8 took 1.08-2.2x the time; slabs of 4; 2x2/2 1.01-1.07x;
+// b1 224^2 3x3/2 1.07x and 256^2 4x4/4 1.13x, launches of under a thread per lane).
+inline int filters_per_thread(const ConvParams& p, int mb, bool y_aligned16, int sms) {
+  if (filters_first(p, y_aligned16) || mb < 2 * kTM) return kTM;
+  const long long taps = p.KH * p.KW;
+  const long long threads = slab_items(p, mb, 2 * kTM) * ((p.M + mb - 1) / mb);
+  return taps >= 9 && (taps >= 25 || threads >= 256LL * sms) ? 2 * kTM : kTM;
 }
 
 // Whether the kernel runs p: C == 1, a stride > 1, sizes its 32-bit index math holds, a slab

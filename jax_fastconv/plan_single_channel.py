@@ -144,14 +144,21 @@ def strided_filters(M: int, KH: int, KW: int) -> int:
     return mb if KH * KW * mb <= STRIDED_SHARED_FLOATS else 0
 
 
-def strided_filters_per_thread(spec, mb: int) -> int:
-    """Filters per thread of the strided kernel (strided::filters_per_thread, for XLA's aligned
-    buffers): 4 in the filters-first order (the output's filters its fastest axis, M % 4 == 0,
-    e.g. NHWC), else 8 where a slab holds 8 or more, else 4."""
+def strided_filters_per_thread(spec, mb: int, sms: int) -> int:
+    """Filters per thread of the strided kernel on a device of `sms` SMs
+    (strided::filters_per_thread, for XLA's aligned buffers): 4 in the filters-first order
+    (the output's filters its fastest axis, M % 4 == 0, e.g. NHWC) and for slabs of 4; else 8
+    where a window row feeds >= 9 taps and the launch keeps 256 threads per SM or has >= 25
+    taps; else 4."""
+    d = spec.dims
     y_sn, y_sc, y_sh, y_sw = spec.out_strides
-    filters_first = (y_sc == 1 and spec.dims["M"] % 4 == 0
+    filters_first = (y_sc == 1 and d["M"] % 4 == 0
                      and y_sn % 4 == 0 and y_sh % 4 == 0 and y_sw % 4 == 0)
-    return 4 if filters_first or mb < 8 else 8
+    if filters_first or mb < 8:
+        return 4
+    taps = d["KH"] * d["KW"]
+    threads = strided_items(spec, mb, 8) * _cdiv(d["M"], mb)
+    return 8 if taps >= 9 and (taps >= 25 or threads >= 256 * sms) else 4
 
 
 def strided_items(spec, mb: int, tm: int = 4) -> int:
@@ -462,7 +469,7 @@ def strided_plan(spec, hw, lat):
         return _direct(hw, f"stride {stride}: {why_not}", lat)
     N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
     MB = strided_filters(M, KH, KW)
-    TM = strided_filters_per_thread(spec, MB)
+    TM = strided_filters_per_thread(spec, MB, hw.sm_count)
     items = strided_items(spec, MB, TM)
     q = list(lat.items()) + [
         ("rule", "strided (S7)"), ("division", 4), ("mode", "strided"),

@@ -324,9 +324,12 @@ def test_strided_layers_plan_the_strided_kernel(preset, N, H, W, M, K, KW, strid
     mb = ps.strided_filters(M, K, KW)
     assert (plan["division"], plan["mode"], plan["filters_per_block"]) == (4, "strided", mb)
     assert plan["shared_bytes_per_block"] == 4 * K * KW * mb
-    # 4 filters per thread where the output's filters are its fastest axis in runs of 4
-    tm = 4 if (layout == "NHWC" and M % 4 == 0) or mb < 8 else 8
-    assert plan["filters_per_thread"] == tm == ps.strided_filters_per_thread(spec, mb)
+    # 4 filters per thread where the output's filters are its fastest axis in runs of 4, for
+    # slabs of 4 and for kernels of < 9 taps; 8 where that keeps 256 threads per SM or >= 25 taps
+    threads8 = N * d["OH"] * -(-d["OW"] // 4) * (mb // 8) * -(-M // mb)
+    tm = 4 if ((layout == "NHWC" and M % 4 == 0) or mb < 8 or K * KW < 9
+               or (K * KW < 25 and threads8 < 256 * hw.sm_count)) else 8
+    assert plan["filters_per_thread"] == tm == ps.strided_filters_per_thread(spec, mb, hw.sm_count)
     assert plan["work_items"] == N * d["OH"] * -(-d["OW"] // 4) * mb // tm * -(-M // mb)
     assert plan["FMA_per_item"] == K * KW * tm * 4
     assert f"stride {stride}" in plan.reason and "S7" in plan.reason
@@ -383,23 +386,23 @@ def test_strided_support_is_the_kernels(tmp_path):
             pads = ((KH, KH), (KW, KW))
         specs.append(spec_from_logical(N, C, H, W, M, KH, KW, stride=st, padding=pads,
                                        layout=rng.choice(["NHWC", "NCHW"])))
-    lines = []
-    for s in specs:
+    lines, sms = [], [rng.choice([20, 132, 1000]) for _ in specs]
+    for s, n_sm in zip(specs, sms):
         d = s.dims
         (pt, _), (pl, _) = s.padding
         lines.append(" ".join(str(v) for v in (d["N"], d["C"], d["H"], d["W"], d["M"], d["KH"],
                                                d["KW"], d["OH"], d["OW"], *s.window_strides,
-                                               pt, pl, *s.out_strides)))
+                                               pt, pl, *s.out_strides, n_sm)))
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
                          text=True, timeout=60, check=True).stdout.split("\n")
     n_ok, tms = 0, set()
-    for s, line in zip(specs, out):
+    for s, n_sm, line in zip(specs, sms, out):
         d = s.dims
         mb, ok, tm = (int(v) for v in line.split())
         assert mb == ps.strided_filters(d["M"], d["KH"], d["KW"]), (s.describe(), line)
         assert bool(ok) == (ps.strided_supported(s) is None), (s.describe(), line)
         if ok:
-            assert tm == ps.strided_filters_per_thread(s, mb), (s.describe(), line)
+            assert tm == ps.strided_filters_per_thread(s, mb, n_sm), (s.describe(), line)
             tms.add(tm)
         n_ok += ok
     assert len(out) >= len(specs) and 300 < n_ok < len(specs)   # both answers are exercised
