@@ -62,4 +62,23 @@ inline cudaError_t raise_func_attribute_once(const void* fn, int device,
   return err;
 }
 
+// Blocks of `threads` threads and `smem` dynamic shared bytes that fit an SM at once for kernel
+// fn on `device` (the current one), queried once per (fn, device, smem) and remembered.
+inline cudaError_t blocks_per_sm_once(const void* fn, int device, int threads, size_t smem,
+                                      int* out) {
+  static std::mutex mu;
+  static std::map<std::pair<std::pair<const void*, int>, size_t>, int> known;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(std::make_pair(fn, device), smem);
+  auto hit = known.find(key);
+  if (hit == known.end()) {
+    int n = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, threads, smem);
+    if (err != cudaSuccess) return err;
+    hit = known.emplace(key, n).first;
+  }
+  *out = hit->second;
+  return cudaSuccess;
+}
+
 }  // namespace fastconv

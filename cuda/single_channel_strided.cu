@@ -41,7 +41,6 @@ namespace {
 
 constexpr int kSTThreads = 256;
 constexpr int kSTTP = strided::kTP;  // output columns per thread
-constexpr int kSTTurns = 4;          // items per thread, fewer for small launches
 
 enum STOrder : int { kColumns = 0, kFilters = 1 };
 
@@ -55,11 +54,11 @@ struct STArgs {
   int G4;         // kColumns: min(GM, 4) filter groups interleaved with the column chunks
   int CW;         // ceil(OW / 4): column chunks of an output row
   int items;      // items of one slab: N x OH x CW x GM (< 2^31)
-  int per_block;  // items per block: 1-4 turns of the block
   int vec;        // kColumns: every row chunk of 4 is a 16-byte aligned store
   FastDiv fd_a, fd_b, fd_c, fd_d;  // the item decode's divisors, fastest first (see decode)
   int xvec;  // 4 / 2: every window row starts 16- / 8-byte aligned (x_sw == 1), else 1; read by
-             // the patch instances only (compute_item); last, so the others' code is unchanged
+             // the patch instances only (compute_item)
+  int turn_q, turn_r;  // turns of blockDim items per block: q, one more for the first r blocks
 };
 
 struct STItem {
@@ -214,9 +213,15 @@ __global__ void __launch_bounds__(kSTThreads)
   }
   __syncthreads();
 
-  const int first = blockIdx.x * a.per_block;
-  const int end = min(a.items, first + a.per_block);
-  for (int it = first + int(threadIdx.x); it < end; it += blockDim.x) {
+  // Each block takes a contiguous run of the slab's turns (blockDim items each; the runs
+  // differ by at most one turn; the launcher sizes the grid). Contiguous: a grid-stride order
+  // lost the L1 reuse of neighbouring rows (b32 1024^2 7x7/2 NHWC 1.1x the time).
+  // Block b's run: turns [b q + min(b, r), + q + (b < r)), q and r of turns / gridDim.x from
+  // the host (a 64-bit division here cost b1 512^2 3x3/2 7% of its time).
+  const int b = int(blockIdx.x);
+  const int t0 = b * a.turn_q + min(b, a.turn_r), t1 = t0 + a.turn_q + (b < a.turn_r);
+  const int end = min(a.items, t1 * int(blockDim.x));
+  for (int it = t0 * int(blockDim.x) + int(threadIdx.x); it < end; it += blockDim.x) {
     const STItem t = decode<ORDER>(a, it);
     const int m0 = m_slab + TM * t.gl;
     if (m0 >= a.M) continue;
@@ -268,13 +273,33 @@ int pick_order(const ConvParams& p, const float* y, int* vec) {
 }
 
 template <int KT, int ST, int ORDER, int TM>
-cudaError_t launch_t(const STArgs& a, const ConvParams& p, const float* x, const float* w,
-                     float* y, cudaStream_t stream) {
+cudaError_t launch_t(STArgs a, const ConvParams& p, const DeviceInfo& dev,
+                     const float* x, const float* w, float* y, cudaStream_t stream) {
   auto kern = single_channel_strided_kernel<KT, ST, ORDER, TM>;
   const size_t smem = size_t(p.KH * p.KW * a.MB) * sizeof(float);
+  int per_sm = 0;
+  const cudaError_t err =
+      blocks_per_sm_once(reinterpret_cast<const void*>(kern), dev.device, kSTThreads, smem, &per_sm);
+  if (err != cudaSuccess) return err;
+  // Blocks per slab. Waves of blocks of up to 4 turns, consecutive blocks on neighbouring
+  // items, where their last wave is >= 80% full and the kernel is store-bound (< 16 taps: one
+  // wave of long runs wrote 264 far-apart places of the output at once, b32 512^2 and 1024^2
+  // 3x3/2 1.03-1.05x the time). Else one wave, the SMs' places shared among the slabs, at
+  // most a block per turn (b1 1024^2 7x7/2 NCHW: 342 blocks of 3 turns on 264 places, 0.73x
+  // the time; b32 256^2 4x4/4 0.84-0.92x; 5x5/2, 7x7/2 0.96-0.99x), unless the slabs are too
+  // many to share them (over a quarter of the places).
+  const long long slabs = (p.M + a.MB - 1) / a.MB;
+  const long long places = (long long)std::max(1, per_sm) * std::max(1, dev.sms);
+  const long long turns = (a.items + kSTThreads - 1) / kSTThreads;
+  const long long waves_of_4 = (turns + 3) / 4, all = waves_of_4 * slabs;
+  const bool full_waves = 5 * all >= 4 * places * ((all + places - 1) / places);
+  const long long blocks = std::max(
+      1LL, (p.KH * p.KW < 16 && full_waves) || 4 * slabs > places ? waves_of_4
+                                                                   : std::min(turns, places / slabs));
+  a.turn_q = int(turns / blocks);
+  a.turn_r = int(turns % blocks);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned((a.items + a.per_block - 1) / a.per_block),
-                     unsigned((p.M + a.MB - 1) / a.MB));
+  cfg.gridDim = dim3(unsigned(blocks), unsigned(slabs));
   cfg.blockDim = dim3(unsigned(kSTThreads));
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
@@ -282,17 +307,17 @@ cudaError_t launch_t(const STArgs& a, const ConvParams& p, const float* x, const
 }
 
 template <int ORDER, int TM>
-cudaError_t dispatch(const STArgs& a, const ConvParams& p,
+cudaError_t dispatch(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
                      const float* x, const float* w, float* y, cudaStream_t s) {
   const long long K = p.KH, S = p.stride_h;
   if (p.KW == K && p.stride_w == S) {
-    if (S == 2 && K == 3) return launch_t<3, 2, ORDER, TM>(a, p, x, w, y, s);
-    if (S == 2 && K == 5) return launch_t<5, 2, ORDER, TM>(a, p, x, w, y, s);
-    if (S == 2 && K == 7) return launch_t<7, 2, ORDER, TM>(a, p, x, w, y, s);
-    if (S == 2 && K == 2) return launch_t<2, 2, ORDER, TM>(a, p, x, w, y, s);
-    if (S == 4 && K == 4) return launch_t<4, 4, ORDER, TM>(a, p, x, w, y, s);
+    if (S == 2 && K == 3) return launch_t<3, 2, ORDER, TM>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 5) return launch_t<5, 2, ORDER, TM>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 7) return launch_t<7, 2, ORDER, TM>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 2) return launch_t<2, 2, ORDER, TM>(a, p, dev, x, w, y, s);
+    if (S == 4 && K == 4) return launch_t<4, 4, ORDER, TM>(a, p, dev, x, w, y, s);
   }
-  return launch_t<0, 0, ORDER, TM>(a, p, x, w, y, s);
+  return launch_t<0, 0, ORDER, TM>(a, p, dev, x, w, y, s);
 }
 
 }  // namespace
@@ -320,13 +345,6 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.CW = int((p.OW + kSTTP - 1) / kSTTP);
   a.items = int(slab_items(p, a.MB, tm));
   a.G4 = std::min(a.GM, 4);
-  // kSTTurns items per thread, fewer where that leaves under two blocks per SM
-  const long long slabs = (p.M + a.MB - 1) / a.MB, sms = std::max(1, dev.sms);
-  int turns = kSTTurns;
-  while (turns > 1 &&
-         slabs * ((a.items + turns * kSTThreads - 1) / (turns * kSTThreads)) < 2 * sms)
-    --turns;
-  a.per_block = turns * kSTThreads;
   // window rows start at x + n x_sn + ih x_sh + iw0, iw0 = c0 S - pad_left with c0 % 4 == 0
   const long long pl = ((-p.pad_left) % 4 + 4) % 4;
   const uintptr_t xa = reinterpret_cast<uintptr_t>(x);
@@ -337,9 +355,9 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.fd_b = FastDiv(uint32_t(a.CW));
   a.fd_c = FastDiv(uint32_t(p.OH));
   a.fd_d = FastDiv(uint32_t(a.GM / a.G4));
-  if (order == kFilters) return dispatch<kFilters, 4>(a, p, x, w, y, stream);
-  if (tm == 8) return dispatch<kColumns, 8>(a, p, x, w, y, stream);
-  return dispatch<kColumns, 4>(a, p, x, w, y, stream);  // slabs of 4 filters (M <= 4)
+  if (order == kFilters) return dispatch<kFilters, 4>(a, p, dev, x, w, y, stream);
+  if (tm == 8) return dispatch<kColumns, 8>(a, p, dev, x, w, y, stream);
+  return dispatch<kColumns, 4>(a, p, dev, x, w, y, stream);
 }
 
 }  // namespace fastconv

@@ -287,8 +287,8 @@ QUANTITY_NOTES = {
     "regs_per_thread": "estimated registers per thread",
     "shared_bytes_per_block": "shared memory a block holds",
     "work_items": "thread work items of the launch (strided kernel: filters_per_thread filters "
-                  "x 4 columns each; "
-                  "a thread takes 1-4, fewer where that leaves under 2 blocks per SM)",
+                  "x 4 columns each; blocks take contiguous runs of 256-item turns, in one wave or "
+                  "in waves of 4-turn blocks, as the launcher decides)",
     "filter_slabs": "slabs of filters_per_block filters, one per grid row (strided kernel)",
     "filters_per_thread": "filters of a thread's register tile (strided kernel: 4 where the "
                           "output's filters are its fastest axis, else 8)",

@@ -641,6 +641,10 @@ int main(int argc, char** argv) {
       cases.push_back(c);
     }
     for (int i = 0; i < 100; ++i) cases.push_back(random_strided_case(rng, i));
+    // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
+    Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
+    Case sb = strided_same(2, 20, 20000, 3, 2, 1); sb.name = "strided 157 slabs nhwc 3x3/2";
+    cases.push_back(sa); cases.push_back(sb);
     int nplan_bad = 0;
     for (auto& c : planned) { cases.push_back(c); nplan_bad += !launch_is_plan(c, prop.multiProcessorCount); }
     if (plans_path)
