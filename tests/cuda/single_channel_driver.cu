@@ -500,6 +500,17 @@ static Case random_strided_case(std::mt19937_64& rng, int i) {
   return c;
 }
 
+// Launch case c twice on filled buffers (for ncu: --launch-skip 1 --launch-count 1).
+static int run_twice(const Case& c) {
+  Bufs b; ConvParams p = make_params(c, &b);
+  ensure(&d_x, &cap_x, b.x_elems); ensure(&d_w, &cap_w, b.w_elems); ensure(&d_y, &cap_y, b.y_elems);
+  fill_kernel<<<1024, 256>>>(d_x, b.x_elems, 1); fill_kernel<<<256, 256>>>(d_w, b.w_elems, 2);
+  for (int r = 0; r < 2; ++r) CK(fastconv::launch_single_channel(p, d_x, d_w, d_y, 0));
+  CK(cudaDeviceSynchronize());
+  printf("ran %s\n", c.name.c_str());
+  return 0;
+}
+
 // The single-strided benchmark set (benchmarks/layers.json), batch 1 and 32, NHWC and NCHW:
 // time per launch, GB/s and % of the copy bandwidth, the copy floor, and the FMA rate reached.
 // With `one` (a case's name with '_' for ' ', e.g. strided_NCHW_N32_1024x1024_M32_K7/s2), that
@@ -520,13 +531,8 @@ static int time_strided_set(const char* one = nullptr) {
         if (one) {
           std::string u = c.name;
           std::replace(u.begin(), u.end(), ' ', '_');
-          if (u != one) continue;
-          ensure(&d_x, &cap_x, b.x_elems); ensure(&d_w, &cap_w, b.w_elems); ensure(&d_y, &cap_y, b.y_elems);
-          fill_kernel<<<1024, 256>>>(d_x, b.x_elems, 1); fill_kernel<<<256, 256>>>(d_w, b.w_elems, 2);
-          for (int r = 0; r < 2; ++r) CK(fastconv::launch_single_channel(p, d_x, d_w, d_y, 0));
-          CK(cudaDeviceSynchronize());
-          printf("ran %s\n", one);
-          return 0;
+          if (u == one) return run_twice(c);
+          continue;
         }
         const TimeRes t = time_case(c);
         const double floor_us = 4.0 * (b.x_elems + b.w_elems + p.out_elems()) / (bw * 1e3);
@@ -557,15 +563,7 @@ int main(int argc, char** argv) {
   if (plans_path) planned = read_plans(plans_path);
   if (one) {  // one planned case, launched twice (ncu: --launch-skip 1 --launch-count 1)
     for (auto& c : planned)
-      if (c.name == one) {
-        Bufs b; ConvParams p = make_params(c, &b);
-        ensure(&d_x, &cap_x, b.x_elems); ensure(&d_w, &cap_w, b.w_elems); ensure(&d_y, &cap_y, b.y_elems);
-        fill_kernel<<<1024, 256>>>(d_x, b.x_elems, 1); fill_kernel<<<256, 256>>>(d_w, b.w_elems, 2);
-        for (int r = 0; r < 2; ++r) CK(fastconv::launch_single_channel(p, d_x, d_w, d_y, 0));
-        CK(cudaDeviceSynchronize());
-        printf("ran %s\n", one);
-        return 0;
-      }
+      if (c.name == one) return run_twice(c);
     printf("no planned case %s\n", one);
     return 1;
   }
