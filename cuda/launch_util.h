@@ -62,6 +62,19 @@ inline cudaError_t raise_func_attribute_once(const void* fn, int device,
   return err;
 }
 
+// Launches kern<<<grid, block, smem, stream>>>(args...) through cudaLaunchKernelEx, which
+// returns the launch's own error (no cudaGetLastError, which could report an earlier one).
+template <typename... KernelArgs, typename... Args>
+inline cudaError_t launch_ex(void (*kern)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
+                             cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  return cudaLaunchKernelEx(&cfg, kern, std::forward<Args>(args)...);
+}
+
 // Blocks of `threads` threads and `smem` dynamic shared bytes that fit an SM at once for kernel
 // fn on `device` (the current one), queried once per (fn, device, smem) and remembered.
 inline cudaError_t blocks_per_sm_once(const void* fn, int device, int threads, size_t smem,

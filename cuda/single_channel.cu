@@ -878,12 +878,8 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& d
     grid = std::min<long long>(r.a.ntiles, (long long)std::max(1, dev.sms) * occ);
   }
   if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(grid));
-  cfg.blockDim = dim3(unsigned(r.threads));
-  cfg.dynamicSmemBytes = r.smem;
-  cfg.stream = stream;
-  return cudaLaunchKernelEx(&cfg, kern, p, r.a, x, w, y);  // returns the launch's error
+  return launch_ex(kern, dim3(unsigned(grid)), dim3(unsigned(r.threads)), r.smem, stream, p, r.a,
+                   x, w, y);
 }
 
 // The instance of kernel size K (1, 3, 5 or 7) for the work order resolve() and the launch chose:

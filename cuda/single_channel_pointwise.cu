@@ -236,11 +236,8 @@ cudaError_t launch_order(PWArgs a, const DeviceInfo& dev, const float* x, const 
   const long long grid = (a.items + a.per_block - 1) / a.per_block;
   if (grid < 1) return cudaSuccess;
   if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(grid));
-  cfg.blockDim = dim3(unsigned(kPWThreads));
-  cfg.stream = stream;
-  return cudaLaunchKernelEx(&cfg, single_channel_pointwise_kernel<ORDER>, a, x, w, y);
+  return launch_ex(single_channel_pointwise_kernel<ORDER>, dim3(unsigned(grid)),
+                   dim3(unsigned(kPWThreads)), 0, stream, a, x, w, y);
 }
 
 }  // namespace

@@ -298,12 +298,8 @@ cudaError_t launch_t(STArgs a, const ConvParams& p, const DeviceInfo& dev,
                                                                    : std::min(turns, places / slabs));
   a.turn_q = int(turns / blocks);
   a.turn_r = int(turns % blocks);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(blocks), unsigned(slabs));
-  cfg.blockDim = dim3(unsigned(kSTThreads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  return cudaLaunchKernelEx(&cfg, kern, a, x, w, y);  // smem <= 48 KB: no opt-in needed
+  return launch_ex(kern, dim3(unsigned(blocks), unsigned(slabs)), dim3(unsigned(kSTThreads)),
+                   smem, stream, a, x, w, y);  // smem <= 48 KB: no opt-in needed
 }
 
 template <int ORDER, int TM>
