@@ -6,7 +6,7 @@
 //
 // The output is what costs (M filters over one input map), so, as in the pointwise kernel,
 // nothing is staged but the filters: a block copies the weights of its slab of MB filters into
-// shared memory once ([tap][MB], a thread's 4 filters one float4 per tap) and each thread
+// shared memory once ([tap][MB], a thread's TM filters TM / 4 float4s per tap) and each thread
 // computes a register tile of TM filters x 4 output columns of one row, reading its input
 // window with __ldg (the map is M times smaller than the output and stays in L1/L2). A row of
 // the window, S (TP - 1) + K inputs, is loaded once into registers and feeds the K taps of
