@@ -88,6 +88,7 @@
 #include "fast_divide.h"
 #include "kernels.h"
 #include "launch_util.h"
+#include "register_tile.cuh"
 
 namespace fastconv {
 namespace {
@@ -259,16 +260,6 @@ __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
       "{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n"
       " st.global.cs.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
       "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]));
-}
-
-// This thread's TM filter weights of one tap: TM / 4 float4 reads.
-template <int TM>
-__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[TM]) {
-#pragma unroll
-  for (int q = 0; q < TM / 4; ++q) {
-    const float4 f = *reinterpret_cast<const float4*>(wtap + 4 * q);
-    wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
-  }
 }
 
 // acc[i][j] = sum over taps of filter i (this thread's TM) x input column j (its TP): srow is

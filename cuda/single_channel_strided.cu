@@ -34,6 +34,7 @@
 #include "fast_divide.h"
 #include "kernels.h"
 #include "launch_util.h"
+#include "register_tile.cuh"
 #include "single_channel_strided.h"
 
 namespace fastconv {
@@ -87,16 +88,6 @@ __device__ __forceinline__ STItem decode(const STArgs& a, int it) {
   }
   r.c0 = c * kSTTP;
   return r;
-}
-
-// The thread's TM weights of one tap (consecutive in the slab): TM / 4 float4 reads.
-template <int TM>
-__device__ __forceinline__ void load_weights(const float* wtap, float (&wv)[TM]) {
-#pragma unroll
-  for (int q = 0; q < TM / 4; ++q) {
-    const float4 f = *reinterpret_cast<const float4*>(wtap + 4 * q);
-    wv[4 * q] = f.x; wv[4 * q + 1] = f.y; wv[4 * q + 2] = f.z; wv[4 * q + 3] = f.w;
-  }
 }
 
 // acc[i][j] = sum over taps of filter i (the thread's TM, weights swg[tap * MB + i]) x the input
