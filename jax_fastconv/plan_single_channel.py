@@ -151,10 +151,7 @@ def strided_filters_per_thread(spec, mb: int, sms: int) -> int:
     where a window row feeds >= 9 taps and the launch keeps 256 threads per SM or has >= 25
     taps; else 4."""
     d = spec.dims
-    y_sn, y_sc, y_sh, y_sw = spec.out_strides
-    filters_first = (y_sc == 1 and d["M"] % 4 == 0
-                     and y_sn % 4 == 0 and y_sh % 4 == 0 and y_sw % 4 == 0)
-    if filters_first or mb < 8:
+    if spec.out_filters_in_fours or mb < 8:   # the filters-first order, or slabs of 4
         return 4
     taps = d["KH"] * d["KW"]
     threads = strided_items(spec, mb, 8) * _cdiv(d["M"], mb)

@@ -553,7 +553,7 @@ def _mc_direct_store(spec: ConvSpec, Wx: int) -> bool:
     x_pixel_major = abs(xc) > abs(xw)             # the channel-major A tile (NCHW input)
     if Wx == 32 and x_pixel_major:
         return False
-    filter_contiguous = yc == 1 and all(v % 4 == 0 for v in (d["M"], yn, yh, yw))
+    filter_contiguous = spec.out_filters_in_fours
     pixel_runs = (x_pixel_major and yw == 1 and yh == d["OW"]
                   and (d["OH"] * d["OW"]) % 4 == 0 and yc % 4 == 0 and yn % 4 == 0)
     return filter_contiguous or pixel_runs

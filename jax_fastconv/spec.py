@@ -84,6 +84,14 @@ class ConvSpec:
     def out_strides(self):
         return self._strides(self.out_shape, self.out_spec)
 
+    @property
+    def out_filters_in_fours(self) -> bool:
+        """Whether the output's filters are its fastest axis and every one of its strides and M
+        a multiple of 4: runs of 4 filters the kernels store as one float4 (in XLA's 16-byte
+        aligned buffers)."""
+        yn, yc, yh, yw = self.out_strides
+        return yc == 1 and all(v % 4 == 0 for v in (self.dims["M"], yn, yh, yw))
+
     @staticmethod
     def _layout_name(spec, letters):
         order = [None] * len(spec)
