@@ -116,34 +116,49 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
     constexpr bool kPatch = UNIT && KT == ST;
     const int xvec = !kPatch ? 1 : a.xvec == 4 && iw0 >= 0 && iw0 + NV4 <= a.W ? 4
                                  : a.xvec >= 2 && iw0 >= 0 && iw0 + NV2 <= a.W ? 2 : 1;
-#pragma unroll
-    for (int kh = 0; kh < KT; ++kh) {
+    // Window row kh into r: zeros outside the map (row_ok: row kh is inside it).
+    auto load_row = [&](int kh, bool row_ok, float (&r)[kPatch ? NV4 : NV]) {
       const int ih = ih0 + kh;
-      if (ih < 0 || ih >= a.H) continue;
       const float* xr = xn + (long long)ih * a.x_sh + iw0 * xsw;
-      float v[kPatch ? NV4 : NV];
-      if (kPatch && xvec == 4) {
+      if (kPatch && xvec == 4 && row_ok) {
 #pragma unroll
         for (int q = 0; q < NV4 / 4; ++q) {
           const float4 f = __ldg(reinterpret_cast<const float4*>(xr) + q);
-          v[4 * q] = f.x; v[4 * q + 1] = f.y; v[4 * q + 2] = f.z; v[4 * q + 3] = f.w;
+          r[4 * q] = f.x; r[4 * q + 1] = f.y; r[4 * q + 2] = f.z; r[4 * q + 3] = f.w;
         }
-      } else if (kPatch && xvec == 2) {
+      } else if (kPatch && xvec == 2 && row_ok) {
 #pragma unroll
         for (int q = 0; q < NV2 / 2; ++q) {
           const float2 f = __ldg(reinterpret_cast<const float2*>(xr) + q);
-          v[2 * q] = f.x; v[2 * q + 1] = f.y;
+          r[2 * q] = f.x; r[2 * q + 1] = f.y;
         }
-      } else if (inside) {
+      } else if (inside && row_ok) {
 #pragma unroll
-        for (int q = 0; q < NV; ++q) v[q] = __ldg(xr + q * xsw);
+        for (int q = 0; q < NV; ++q) r[q] = __ldg(xr + q * xsw);
       } else {
 #pragma unroll
         for (int q = 0; q < NV; ++q) {
-          const bool ok = iw0 + q >= 0 && iw0 + q < a.W;
-          v[q] = ok ? __ldg(xr + q * xsw) : 0.f;
+          const bool ok = row_ok && iw0 + q >= 0 && iw0 + q < a.W;
+          r[q] = ok ? __ldg(xr + q * xsw) : 0.f;
         }
       }
+    };
+    // Which instances load row kh + 1 before row kh's FMAs, so that its loads are in flight
+    // while they issue: the patches (their rows feed one tap each; b32 256^2 4x4/4 0.87-0.93x
+    // the time, b1 0.82-0.84x), and the overlapping windows where the second row buffer costs
+    // no block per SM (3x3/2 with 4 filters, 64 registers either way: b1 224^2 0.89x; 7x7/2
+    // with 8, 94 -> 128: 0.97-0.98x). Elsewhere it does (5x5/2: 1.03-1.15x the time; 7x7/2
+    // with 4 filters: 1.02-1.06x; 3x3/2 with 8: 0.98-1.01x), H100, single-channel notes round 15.
+    constexpr bool kPrefetch = kPatch || (KT == 3 && TM == 4) || (KT == 7 && TM == 8);
+    float v[2][kPatch ? NV4 : NV];
+    if (kPrefetch) load_row(0, ih0 >= 0 && ih0 < a.H, v[0]);
+#pragma unroll
+    for (int kh = 0; kh < KT; ++kh) {
+      const int cur = kPrefetch ? kh & 1 : 0;
+      if (kPrefetch && kh + 1 < KT) load_row(kh + 1, ih0 + kh + 1 >= 0 && ih0 + kh + 1 < a.H, v[(kh + 1) & 1]);
+      const int ih = ih0 + kh;
+      if (ih < 0 || ih >= a.H) continue;
+      if (!kPrefetch) load_row(kh, true, v[0]);
 #pragma unroll
       for (int kw = 0; kw < KT; ++kw) {
         float wv[TM];
@@ -151,7 +166,8 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
-          for (int j = 0; j < kSTTP; ++j) acc[i][j] = fmaf(wv[i], v[ST * j + kw], acc[i][j]);
+          for (int j = 0; j < kSTTP; ++j)
+            acc[i][j] = fmaf(wv[i], v[cur][ST * j + kw], acc[i][j]);
       }
     }
   } else {
