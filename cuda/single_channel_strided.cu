@@ -4,6 +4,10 @@
 // patches); the staged kernel of single_channel.cu reads a tap's inputs as consecutive
 // floats of a shared line, which a stride breaks, so these layers ran lax.
 //
+// Few channels (1 < C < 8, any stride: RGB first layers) run here too: the multi-channel
+// kernel's 32-byte segments along C would be mostly padding, so each channel is the
+// single-channel computation below, summed into the same registers (compute_item).
+//
 // The output is what costs (M filters over one input map), so, as in the pointwise kernel,
 // nothing is staged but the filters: a block copies the weights of its slab of MB filters into
 // shared memory once ([tap][MB], a thread's TM filters TM / 4 float4s per tap) and each thread
@@ -11,7 +15,8 @@
 // window with __ldg (the map is M times smaller than the output and stays in L1/L2). A row of
 // the window, S (TP - 1) + K inputs, is loaded once into registers and feeds the K taps of
 // that row at constant offsets (S j + kw), where the stride and the kernel size are compile-
-// time constants: 3x3, 5x5, 7x7 at stride 2 and 2x2, 4x4 patches (stride = size); any other
+// time constants: 3x3, 5x5, 7x7 at stride 2, 2x2, 4x4 patches (stride = size) and 3x3 at
+// stride 1 (for C > 1; C = 1 at stride 1 is the staged kernel's); any other
 // size or stride runs the generic instance (runtime loops, four loads per tap).
 //
 // Two thread orders, picked on the host from the output strides and alignment:
@@ -60,6 +65,8 @@ struct STArgs {
   int xvec;  // 4 / 2: every window row starts 16- / 8-byte aligned (x_sw == 1), else 1; read by
              // the patch instances only (compute_item)
   int turn_q, turn_r;  // turns of blockDim items per block: q, one more for the first r blocks
+  int C;                // channels (> 1: the instances with XIN >= 0)
+  long long x_sc, w_si;  // (last: the C = 1 instances' parameter offsets, so code, unchanged)
 };
 
 struct STItem {
@@ -90,30 +97,37 @@ __device__ __forceinline__ STItem decode(const STArgs& a, int it) {
   return r;
 }
 
-// acc[i][j] = sum over taps of filter i (the thread's TM, weights swg[tap * MB + i]) x the input
-// under output column c0 + j of row oh of image xn; the window outside the map is zeros. UNIT:
-// x_sw == 1 (every C = 1 layout but the exotic ones), so a row's loads are constant offsets.
+// x itself; with ON, a value the compiler cannot see through (nor hoist out of a loop).
+template <bool ON>
+__device__ __forceinline__ int opaque(int x) {
+  if constexpr (ON) asm volatile("mov.b32 %0, %0;" : "+r"(x));
+  return x;
+}
+
+// acc[i][j] += sum over the taps of filter i (the thread's TM, weights swg[tap * MB + i]) x the
+// input under output column c0 + j of row oh of one channel's plane xn; the window outside the
+// map is zeros. XS > 0: x_sw == XS, so a row's loads are constant offsets (1: every C = 1
+// layout but the exotic ones; 3: RGB channels-last input, C = 3 NHWC); XS = 0: any x_sw.
 // Patch instances (stride = kernel size: windows do not overlap, so a row's loads are all
 // there is to reuse) read rows inside the map as float4s or float2s where xvec says every
 // window row starts aligned (a 4x4/4 row: 4 loads instead of 16; b32 256^2 4x4/4 NCHW 0.85x
 // the time). Not for the overlapping windows (3x3/2, 5x5/2, 7x7/2): there the vector paths
 // took 62-64 registers to 75-78 (3 blocks per SM instead of 4) and ran up to 1.48x slower.
-template <int KT, int ST, bool UNIT, int TM>
-__device__ __forceinline__ void compute_item(const STArgs& a, const float* __restrict__ xn,
-                                             int oh, int c0, const float* __restrict__ swg,
-                                             float (&acc)[TM][kSTTP]) {
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < kSTTP; ++j) acc[i][j] = 0.f;
-  const long long xsw = UNIT ? 1 : a.x_sw;
-  const int ih0 = oh * (ST > 0 ? ST : a.SH) - a.pad_top;
-  const int iw0 = c0 * (ST > 0 ? ST : a.SW) - a.pad_left;
+template <int KT, int ST, int XS, int TM, bool MC>
+__device__ __forceinline__ void accumulate_channel(const STArgs& a, const float* __restrict__ xn,
+                                                   int oh, int c0, const float* __restrict__ swg,
+                                                   float (&acc)[TM][kSTTP]) {
+  const long long xsw = XS > 0 ? XS : a.x_sw;
+  // MC (a loop over channels): opaque, so computed again per channel; else the compiler kept
+  // every row's addresses and bounds live across the loop (7x7/2 with 8 filters: 172
+  // registers instead of 128)
+  const int ih0 = opaque<MC>(oh * (ST > 0 ? ST : a.SH) - a.pad_top);
+  const int iw0 = opaque<MC>(c0 * (ST > 0 ? ST : a.SW) - a.pad_left);
   if constexpr (KT > 0) {
     constexpr int NV = ST * (kSTTP - 1) + KT;  // inputs of one window row
     constexpr int NV4 = (NV + 3) / 4 * 4, NV2 = (NV + 1) / 2 * 2;
     const bool inside = iw0 >= 0 && iw0 + NV <= a.W;
-    constexpr bool kPatch = UNIT && KT == ST;
+    constexpr bool kPatch = XS == 1 && KT == ST;
     const int xvec = !kPatch ? 1 : a.xvec == 4 && iw0 >= 0 && iw0 + NV4 <= a.W ? 4
                                  : a.xvec >= 2 && iw0 >= 0 && iw0 + NV2 <= a.W ? 2 : 1;
     // Window row kh into r: zeros outside the map (row_ok: row kh is inside it).
@@ -195,25 +209,61 @@ __device__ __forceinline__ void compute_item(const STArgs& a, const float* __res
   }
 }
 
-template <int KT, int ST, int ORDER, int TM>
+// acc = the thread's tile of outputs of image xn. MC (instances for C > 1; the planner sends
+// 1 < C < 8): the channels one after another, each the single-channel computation into the same
+// registers (weights swg[(c KH KW + tap) MB + i]); the C = 1 instances keep their own code
+// (the loop cost them registers: 3x3/2 64 -> 73-79, 5x5/2 with 8 filters 79 -> 99).
+template <int KT, int ST, int XS, int TM, bool MC>
+__device__ __forceinline__ void compute_item(const STArgs& a, const float* __restrict__ xn,
+                                             int oh, int c0, const float* __restrict__ swg,
+                                             float (&acc)[TM][kSTTP]) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < kSTTP; ++j) acc[i][j] = 0.f;
+  if constexpr (MC) {
+#pragma unroll 1
+    for (int c = 0; c < a.C; ++c)
+      accumulate_channel<KT, ST, XS, TM, true>(a, xn + c * a.x_sc, oh, c0,
+                                                 swg + c * a.KH * a.KW * a.MB, acc);
+  } else {
+    accumulate_channel<KT, ST, XS, TM, false>(a, xn, oh, c0, swg, acc);
+  }
+}
+
+// XIN: kOneChannel (C = 1; a window row's loads at constant offsets where x_sw == 1, else at
+// multiples of x_sw, decided per launch), or C > 1 with x_sw == XIN (1: planes, e.g. NCHW; 3:
+// RGB channels-last, NHWC) or 0 (any x_sw). One x_sw per C > 1 kernel: a kernel holding the
+// three paths took the registers of the largest (3x3/1 with 8 filters 76 -> 100: VGG-16's
+// b32 NCHW conv1_1 1.12x the time); a constant 3 instead of x_sw: b32 NHWC RGB 7x7/2 0.75x.
+constexpr int kOneChannel = -1;
+
+template <int KT, int ST, int ORDER, int TM, int XIN>
 __global__ void __launch_bounds__(kSTThreads)
     single_channel_strided_kernel(const STArgs a, const float* __restrict__ x,
                                   const float* __restrict__ w, float* __restrict__ y) {
   extern __shared__ float4 st_smem4[];
   float* sw = reinterpret_cast<float*>(st_smem4);
   const int m_slab = blockIdx.y * a.MB;
-  // The slab's weights as [tap][MB] (zeros past M). MB is a power of two <= the block, so a
-  // thread keeps one filter and walks the taps in steps of blockDim / MB: no division per copy.
+  // The slab's weights as [c][kh][kw][MB] (zeros past M). MB is a power of two <= the block, so
+  // a thread keeps one filter and walks the taps in steps of blockDim / MB: no division per copy.
   {
     const int ml = threadIdx.x & (a.MB - 1);
     const int step = blockDim.x / a.MB;
     const int m = m_slab + ml;
     int tap = threadIdx.x / a.MB, kh = tap / a.KW, kw = tap - kh * a.KW;
+    constexpr bool MC = XIN >= 0;  // C > 1
+    int c = MC ? kh / a.KH : 0;
+    kh -= c * a.KH;
     const float* wm = w + (long long)min(m, a.M - 1) * a.w_so;
-    for (; kh < a.KH; tap += step) {
-      cp_async4(sw + tap * a.MB + ml, wm + kh * a.w_sh + kw * a.w_sw, m < a.M);
+    for (; MC ? c < a.C : kh < a.KH; tap += step) {
+      cp_async4(sw + tap * a.MB + ml, wm + c * a.w_si + kh * a.w_sh + kw * a.w_sw, m < a.M);
       kw += step;
-      while (kw >= a.KW) { kw -= a.KW; ++kh; }
+      while (kw >= a.KW) {
+        kw -= a.KW;
+        ++kh;
+        if (MC && kh == a.KH) { kh = 0; ++c; }
+      }
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -234,10 +284,14 @@ __global__ void __launch_bounds__(kSTThreads)
     if (m0 >= a.M) continue;
     float acc[TM][kSTTP];
     const float* swg = sw + TM * t.gl;
-    if (a.x_sw == 1)
-      compute_item<KT, ST, true, TM>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
-    else
-      compute_item<KT, ST, false, TM>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
+    if constexpr (XIN >= 0) {
+      compute_item<KT, ST, XIN, TM, true>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
+    } else {
+      if (a.x_sw == 1)
+        compute_item<KT, ST, 1, TM, false>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
+      else
+        compute_item<KT, ST, 0, TM, false>(a, x + (long long)t.n * a.x_sn, t.oh, t.c0, swg, acc);
+    }
     const int crem = a.OW - t.c0;  // columns left in this row (>= 1)
     float* yp = y + (long long)t.n * a.y_sn + (long long)t.oh * a.y_sh + (long long)m0 * a.y_sc +
                 (long long)t.c0 * a.y_sw;
@@ -279,11 +333,11 @@ int pick_order(const ConvParams& p, const float* y, int* vec) {
   return kColumns;
 }
 
-template <int KT, int ST, int ORDER, int TM>
+template <int KT, int ST, int ORDER, int TM, int XIN>
 cudaError_t launch_t(STArgs a, const ConvParams& p, const DeviceInfo& dev,
                      const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = single_channel_strided_kernel<KT, ST, ORDER, TM>;
-  const size_t smem = size_t(p.KH * p.KW * a.MB) * sizeof(float);
+  auto kern = single_channel_strided_kernel<KT, ST, ORDER, TM, XIN>;
+  const size_t smem = size_t(strided::taps(p) * a.MB) * sizeof(float);
   int per_sm = 0;
   const cudaError_t err =
       blocks_per_sm_once(reinterpret_cast<const void*>(kern), dev.device, kSTThreads, smem, &per_sm);
@@ -301,7 +355,7 @@ cudaError_t launch_t(STArgs a, const ConvParams& p, const DeviceInfo& dev,
   const long long waves_of_4 = (turns + 3) / 4, all = waves_of_4 * slabs;
   const bool full_waves = 5 * all >= 4 * places * ((all + places - 1) / places);
   const long long blocks = std::max(
-      1LL, (p.KH * p.KW < 16 && full_waves) || 4 * slabs > places ? waves_of_4
+      1LL, (strided::taps(p) < 16 && full_waves) || 4 * slabs > places ? waves_of_4
                                                                    : std::min(turns, places / slabs));
   a.turn_q = int(turns / blocks);
   a.turn_r = int(turns % blocks);
@@ -309,18 +363,29 @@ cudaError_t launch_t(STArgs a, const ConvParams& p, const DeviceInfo& dev,
                    smem, stream, a, x, w, y);  // smem <= 48 KB: no opt-in needed
 }
 
-template <int ORDER, int TM>
+template <int ORDER, int TM, int XIN>
 cudaError_t dispatch(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
                      const float* x, const float* w, float* y, cudaStream_t s) {
   const long long K = p.KH, S = p.stride_h;
   if (p.KW == K && p.stride_w == S) {
-    if (S == 2 && K == 3) return launch_t<3, 2, ORDER, TM>(a, p, dev, x, w, y, s);
-    if (S == 2 && K == 5) return launch_t<5, 2, ORDER, TM>(a, p, dev, x, w, y, s);
-    if (S == 2 && K == 7) return launch_t<7, 2, ORDER, TM>(a, p, dev, x, w, y, s);
-    if (S == 2 && K == 2) return launch_t<2, 2, ORDER, TM>(a, p, dev, x, w, y, s);
-    if (S == 4 && K == 4) return launch_t<4, 4, ORDER, TM>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 3) return launch_t<3, 2, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 5) return launch_t<5, 2, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 7) return launch_t<7, 2, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
+    if (S == 2 && K == 2) return launch_t<2, 2, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
+    if (S == 4 && K == 4) return launch_t<4, 4, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
+    if constexpr (XIN >= 0)  // (stride 1 with C = 1 is the staged kernel's)
+      if (S == 1 && K == 3) return launch_t<3, 1, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
   }
-  return launch_t<0, 0, ORDER, TM>(a, p, dev, x, w, y, s);
+  return launch_t<0, 0, ORDER, TM, XIN>(a, p, dev, x, w, y, s);
+}
+
+template <int ORDER, int TM>
+cudaError_t dispatch_channels(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
+                              const float* x, const float* w, float* y, cudaStream_t s) {
+  if (p.C == 1) return dispatch<ORDER, TM, kOneChannel>(a, p, dev, x, w, y, s);
+  if (p.x_sw == 1) return dispatch<ORDER, TM, 1>(a, p, dev, x, w, y, s);
+  if (p.x_sw == 3) return dispatch<ORDER, TM, 3>(a, p, dev, x, w, y, s);
+  return dispatch<ORDER, TM, 0>(a, p, dev, x, w, y, s);
 }
 
 }  // namespace
@@ -335,10 +400,10 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   cudaError_t err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
   STArgs a{};
-  a.x_sn = p.x_sn; a.x_sh = p.x_sh; a.x_sw = p.x_sw;
-  a.w_so = p.w_so; a.w_sh = p.w_sh; a.w_sw = p.w_sw;
+  a.x_sn = p.x_sn; a.x_sc = p.x_sc; a.x_sh = p.x_sh; a.x_sw = p.x_sw;
+  a.w_so = p.w_so; a.w_si = p.w_si; a.w_sh = p.w_sh; a.w_sw = p.w_sw;
   a.y_sn = p.y_sn; a.y_sc = p.y_sc; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
-  a.H = int(p.H); a.W = int(p.W); a.OH = int(p.OH); a.OW = int(p.OW); a.M = int(p.M);
+  a.C = int(p.C); a.H = int(p.H); a.W = int(p.W); a.OH = int(p.OH); a.OW = int(p.OW); a.M = int(p.M);
   a.KH = int(p.KH); a.KW = int(p.KW); a.SH = int(p.stride_h); a.SW = int(p.stride_w);
   a.pad_top = int(p.pad_top); a.pad_left = int(p.pad_left);
   a.MB = slab_filters(p);
@@ -348,19 +413,21 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.CW = int((p.OW + kSTTP - 1) / kSTTP);
   a.items = int(slab_items(p, a.MB, tm));
   a.G4 = std::min(a.GM, 4);
-  // window rows start at x + n x_sn + ih x_sh + iw0, iw0 = c0 S - pad_left with c0 % 4 == 0
+  // window rows start at x + n x_sn + c x_sc + ih x_sh + iw0, iw0 = c0 S - pad_left, c0 % 4 == 0
   const long long pl = ((-p.pad_left) % 4 + 4) % 4;
   const uintptr_t xa = reinterpret_cast<uintptr_t>(x);
+  const long long xsc = p.C > 1 ? p.x_sc : 0;  // (every channel's plane too)
   a.xvec = p.x_sw != 1 ? 1
-           : (xa % 16 == 0 && p.x_sh % 4 == 0 && p.x_sn % 4 == 0 && pl == 0) ? 4
-           : (xa % 8 == 0 && p.x_sh % 2 == 0 && p.x_sn % 2 == 0 && pl % 2 == 0) ? 2 : 1;
+           : (xa % 16 == 0 && p.x_sh % 4 == 0 && p.x_sn % 4 == 0 && xsc % 4 == 0 && pl == 0) ? 4
+           : (xa % 8 == 0 && p.x_sh % 2 == 0 && p.x_sn % 2 == 0 && xsc % 2 == 0 && pl % 2 == 0)
+               ? 2 : 1;
   a.fd_a = FastDiv(uint32_t(order == kFilters ? a.GM : a.G4));
   a.fd_b = FastDiv(uint32_t(a.CW));
   a.fd_c = FastDiv(uint32_t(p.OH));
   a.fd_d = FastDiv(uint32_t(a.GM / a.G4));
-  if (order == kFilters) return dispatch<kFilters, 4>(a, p, dev, x, w, y, stream);
-  if (tm == 8) return dispatch<kColumns, 8>(a, p, dev, x, w, y, stream);
-  return dispatch<kColumns, 4>(a, p, dev, x, w, y, stream);
+  if (order == kFilters) return dispatch_channels<kFilters, 4>(a, p, dev, x, w, y, stream);
+  if (tm == 8) return dispatch_channels<kColumns, 8>(a, p, dev, x, w, y, stream);
+  return dispatch_channels<kColumns, 4>(a, p, dev, x, w, y, stream);
 }
 
 }  // namespace fastconv

@@ -17,13 +17,18 @@ constexpr int kTP = 4;                        // output columns per thread
 constexpr int kMaxMB = 128;                   // filters per slab
 constexpr int kSharedFloats = 48 * 1024 / 4;  // the slab's weights stay under 48 KB
 
+// Weights per filter: C x KH x KW (the FMAs of one output).
+inline long long taps(const ConvParams& p) { return p.C * p.KH * p.KW; }
+
 // Filters per slab: the smallest power of two >= M (at least kTM, at most 128), halved until
-// the slab's weights fit 48 KB; 0 when even kTM filters do not.
+// the slab's C x KH x KW x MB weights fit 48 KB; 0 when even kTM filters do not.
 inline int slab_filters(const ConvParams& p) {
-  if (p.KH * p.KW > kSharedFloats / kTM) return 0;  // (also keeps the products below small)
+  if (p.C < 1 || p.KH < 1 || p.KW < 1 || p.C > kSharedFloats || p.KH > kSharedFloats ||
+      p.KW > kSharedFloats || taps(p) > kSharedFloats / kTM)
+    return 0;  // (the first tests keep the product from overflowing)
   int mb = kTM;
   while (mb < kMaxMB && mb < p.M) mb *= 2;
-  while (mb > kTM && p.KH * p.KW * mb > kSharedFloats) mb /= 2;
+  while (mb > kTM && taps(p) * mb > kSharedFloats) mb /= 2;
   return mb;
 }
 
@@ -41,23 +46,25 @@ inline bool filters_first(const ConvParams& p, bool y_aligned16) {
 
 // Filters per thread of a launch with slabs of mb filters on a device of sms SMs: 8 in the
 // column order (half the input loads per FMA: b32 NCHW 7x7/2, 5x5/2, 4x4/4 0.83-0.90x the time
-// on an H100) where a window row feeds several taps (>= 9) and the launch keeps a thread per
-// FP32 lane of every SM (kernels of >= 25 taps have the work per thread to do without); else 4
+// on an H100) where an output takes >= 9 FMAs (C x KH x KW) and the launch keeps a thread per
+// FP32 lane of every SM (outputs of >= 25 FMAs have the work per thread to do without); else 4
 // (the filters-first order, where 8 took 1.08-2.2x the time; slabs of 4; 2x2/2 1.01-1.07x;
 // b1 224^2 3x3/2 1.07x and 256^2 4x4/4 1.13x, launches of under a thread per lane).
 inline int filters_per_thread(const ConvParams& p, int mb, bool y_aligned16, int sms) {
   if (filters_first(p, y_aligned16) || mb < 2 * kTM) return kTM;
-  const long long taps = p.KH * p.KW;
+  const long long t = taps(p);
   const long long threads = slab_items(p, mb, 2 * kTM) * ((p.M + mb - 1) / mb);
-  return taps >= 9 && (taps >= 25 || threads >= 256LL * sms) ? 2 * kTM : kTM;
+  return t >= 9 && (t >= 25 || threads >= 256LL * sms) ? 2 * kTM : kTM;
 }
 
-// Whether the kernel runs p: C == 1, a stride > 1, sizes its 32-bit index math holds, a slab
-// that fits, and item indices that stay below 2^31 (it + blockDim included; counted for
-// kTM filters per thread, the most items a launch has).
+// Whether the kernel runs p: C == 1 with a stride > 1, or C > 1 with any stride (the planner
+// sends it 1 < C < 8, where the multi-channel kernel's segments would be mostly padding), sizes
+// its 32-bit index math holds, a slab that fits, and item indices that stay below 2^31 (it +
+// blockDim included; counted for kTM filters per thread, the most items a launch has).
 inline bool supported(const ConvParams& p) {
   constexpr long long kBig = 1LL << 30;
-  if (p.C != 1 || p.stride_h < 1 || p.stride_w < 1 || (p.stride_h == 1 && p.stride_w == 1))
+  if (p.C < 1 || p.stride_h < 1 || p.stride_w < 1 ||
+      (p.C == 1 && p.stride_h == 1 && p.stride_w == 1))
     return false;
   if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0) return false;
   if (p.H >= kBig || p.W >= kBig || p.OH >= kBig || p.OW >= kBig || p.M >= kBig ||

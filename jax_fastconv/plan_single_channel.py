@@ -128,32 +128,49 @@ STRIDED_MB_MAX = 128
 STRIDED_SHARED_FLOATS = 48 * 1024 // 4
 
 
+# The strided kernel's compiled instances, (kernel size, stride) of square layers (dispatch in
+# cuda/single_channel_strided.cu); other layers run its generic instance (runtime loops, four
+# loads per tap). 3x3 at stride 1 exists for C > 1 only (C = 1 is the staged kernel's there).
+STRIDED_INSTANCES = ((3, 2), (5, 2), (7, 2), (2, 2), (4, 4))
+FEW_CHANNEL_INSTANCES = STRIDED_INSTANCES + ((3, 1),)
+
+
+def few_channel_instance(spec) -> bool:
+    """Whether a layer of 1 < C < 8 channels has a compiled instance of the strided kernel
+    (S8 plans only those: the generic instance measured 0.31-0.58x lax HIGHEST on ViT-B/16's
+    16x16/16 patchify stem, C = 3, H100)."""
+    d = spec.dims
+    sh, sw = spec.window_strides
+    return d["KH"] == d["KW"] and sh == sw and (d["KH"], sh) in FEW_CHANNEL_INSTANCES
+
+
 def is_strided(attrs) -> bool:
     """Whether single-channel plan attributes name the strided kernel (S7)."""
     return tuple(attrs[1:]) == STRIDED_ATTRS
 
 
-def strided_filters(M: int, KH: int, KW: int) -> int:
+def strided_filters(M: int, KH: int, KW: int, C: int = 1) -> int:
     """MB of the strided kernel: the smallest power of two >= M in [4, 128], halved until the
-    slab's KH x KW x MB weights fit 48 KB; 0 when 4 filters do not."""
+    slab's C x KH x KW x MB weights fit 48 KB; 0 when 4 filters do not."""
+    taps = C * KH * KW
     mb = 4
     while mb < STRIDED_MB_MAX and mb < M:
         mb *= 2
-    while mb > 4 and KH * KW * mb > STRIDED_SHARED_FLOATS:
+    while mb > 4 and taps * mb > STRIDED_SHARED_FLOATS:
         mb //= 2
-    return mb if KH * KW * mb <= STRIDED_SHARED_FLOATS else 0
+    return mb if taps * mb <= STRIDED_SHARED_FLOATS else 0
 
 
 def strided_filters_per_thread(spec, mb: int, sms: int) -> int:
     """Filters per thread of the strided kernel on a device of `sms` SMs
     (strided::filters_per_thread, for XLA's aligned buffers): 4 in the filters-first order
     (the output's filters its fastest axis, M % 4 == 0, e.g. NHWC) and for slabs of 4; else 8
-    where a window row feeds >= 9 taps and the launch keeps 256 threads per SM or has >= 25
-    taps; else 4."""
+    where an output takes >= 9 FMAs (C x KH x KW) and the launch keeps 256 threads per SM or
+    its outputs take >= 25; else 4."""
     d = spec.dims
     if spec.out_filters_in_fours or mb < 8:   # the filters-first order, or slabs of 4
         return 4
-    taps = d["KH"] * d["KW"]
+    taps = d["C"] * d["KH"] * d["KW"]
     threads = strided_items(spec, mb, 8) * _cdiv(d["M"], mb)
     return 8 if taps >= 9 and (taps >= 25 or threads >= 256 * sms) else 4
 
@@ -166,20 +183,22 @@ def strided_items(spec, mb: int, tm: int = 4) -> int:
 
 
 def strided_supported(spec) -> str | None:
-    """None when the strided kernel runs `spec` (C = 1, a stride > 1), else why not."""
+    """None when the strided kernel runs `spec` (C = 1 with a stride > 1, or C > 1 with any
+    stride), else why not."""
     d = spec.dims
     sh, sw = spec.window_strides
     big = 1 << 30
-    if d["C"] != 1 or (sh, sw) == (1, 1):
-        return "the strided kernel is for C = 1 with a stride > 1"
+    if d["C"] == 1 and (sh, sw) == (1, 1):
+        return "C = 1 at stride 1 is the staged kernel's (sec 3.1), not the strided kernel's"
     (pt, _), (pl, _) = spec.padding
     if (max(d["H"], d["W"], d["OH"], d["OW"], d["M"], d["N"], sh, sw, d["KH"], d["KW"]) >= big
             or not -big < pt < big or not -big < pl < big
             or (d["OH"] - 1) * sh + d["KH"] >= big or (d["OW"] - 1) * sw + d["KW"] >= big):
         return "a size over 2^30 (the kernel's 32-bit index math)"
-    mb = strided_filters(d["M"], d["KH"], d["KW"])
+    mb = strided_filters(d["M"], d["KH"], d["KW"], d["C"])
     if mb == 0:
-        return (f"a {d['KH']}x{d['KW']} kernel: 4 filters' weights exceed the 48 KB slab")
+        per = f"C = {d['C']} x " if d["C"] > 1 else ""
+        return f"{per}a {d['KH']}x{d['KW']} kernel: 4 filters' weights exceed the 48 KB slab"
     if (strided_items(spec, mb) >= (1 << 31) - 1024
             or _cdiv(d["M"], mb) > 65535):
         return "over 2^31 - 1024 work items per slab or 65535 slabs (32-bit item indices)"
@@ -234,9 +253,9 @@ def launch_of(spec, plan) -> dict:
         return dict(division=3, RB=OH, CB=OW, MB=M, prefetch=0, threads=T, tiles=N, SW=0,
                     shared=0, grid_per_sm=BLOCKS_PER_SM)
     if division == 4:   # strided: a box per image and slab of filters, the slab's weights shared
-        MB = strided_filters(M, KH, KW)
+        MB = strided_filters(M, KH, KW, d["C"])
         return dict(division=4, RB=OH, CB=OW, MB=MB, prefetch=0, threads=T,
-                    tiles=N * _cdiv(M, MB), SW=0, shared=4 * KH * KW * MB,
+                    tiles=N * _cdiv(M, MB), SW=0, shared=4 * d["C"] * KH * KW * MB,
                     grid_per_sm=BLOCKS_PER_SM)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
@@ -455,30 +474,44 @@ def single_channel_plan(spec, hw, lat, pointwise: bool = True):
 
 
 def strided_plan(spec, hw, lat):
-    """S7: the strided kernel's plan for a C = 1 layer with a stride > 1 (the direct plan,
-    which runs lax, where the kernel does not cover the layer)."""
+    """S7: the strided kernel's plan for a C = 1 layer with a stride > 1, and S8: for a layer
+    of 1 < C < 8 channels, any stride (the direct plan, which runs lax, where the kernel does
+    not cover the layer)."""
     from .planner import Plan, METHOD_IDS, _direct   # lazy: planner imports this module
 
     d = spec.dims
     stride = tuple(spec.window_strides)
+    N, C, M, KH, KW, OH, OW = d["N"], d["C"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
     why_not = strided_supported(spec)
+    if why_not is None and C > 1 and not few_channel_instance(spec):
+        why_not = (f"a {KH}x{KW} kernel at stride {stride} has no compiled instance of the "
+                   f"strided kernel for C > 1 (its generic one measured 0.31-0.58x lax HIGHEST "
+                   f"on ViT-B/16's 16x16/16 patchify stem, H100); compiled: "
+                   + ", ".join(f"{k}x{k}/{st}" for k, st in FEW_CHANNEL_INSTANCES))
     if why_not is not None:
-        return _direct(hw, f"stride {stride}: {why_not}", lat)
-    N, M, KH, KW, OH, OW = d["N"], d["M"], d["KH"], d["KW"], d["OH"], d["OW"]
-    MB = strided_filters(M, KH, KW)
+        return _direct(hw, f"C = {C}, stride {stride}: {why_not}", lat)
+    MB = strided_filters(M, KH, KW, C)
     TM = strided_filters_per_thread(spec, MB, hw.sm_count)
     items = strided_items(spec, MB, TM)
     q = list(lat.items()) + [
-        ("rule", "strided (S7)"), ("division", 4), ("mode", "strided"),
+        ("rule", "strided (S7)" if C == 1 else "few channels (S8)"), ("division", 4),
+        ("mode", "strided"),
         ("filters_per_block", MB), ("filter_slabs", _cdiv(M, MB)), ("threads_per_block", 256),
-        ("shared_bytes_per_block", 4 * KH * KW * MB),
+        ("shared_bytes_per_block", 4 * C * KH * KW * MB),
         ("filters_per_thread", TM), ("work_items", items * _cdiv(M, MB)),
-        ("FMA_per_item", KH * KW * TM * 4)]
+        ("FMA_per_item", C * KH * KW * TM * 4)]
     attrs = (METHOD_IDS["single_channel"],) + STRIDED_ATTRS
-    why = (f"C == 1, stride {stride} (S7, beyond sec 3.1's stride 1): the strided kernel: "
-           f"slabs of MB = {MB} filters with their {KH}x{KW} weights in shared memory "
-           f"({4 * KH * KW * MB} B), each thread {TM} filters x 4 output columns of a row from a "
-           f"window read through L1; the output's {4 * N * M * OH * OW} B of stores bound it")
+    if C == 1:
+        what = f"C == 1, stride {stride} (S7, beyond sec 3.1's stride 1)"
+    else:
+        what = (f"C = {C} < 8, stride {stride} (S8, beyond the paper: the multi-channel "
+                f"kernel's 32 B segments along C would be mostly padding, so sec 3.1's "
+                f"computation runs per channel, summed in registers)")
+    why = (f"{what}: the strided kernel: slabs of MB = {MB} filters with their "
+           f"{C}x{KH}x{KW} weights in shared memory ({4 * C * KH * KW * MB} B), each thread "
+           f"{TM} filters x 4 output columns of a row from a window read through L1; bound by "
+           f"the output's {4 * N * M * OH * OW} B of stores or its {C * KH * KW} FMAs per "
+           f"output")
     return Plan("single_channel", why, hw.name, tuple(q), attrs)
 
 
@@ -604,11 +637,12 @@ def candidate_plans(spec, hw, plan) -> list:
 
 
 def plan_for(spec, hw, lat=None):
-    """This module's plan for a C = 1 spec (make_plan's answer for it): the strided kernel's
-    (S7) where a stride is > 1, else section 3.1's. `lat`: planner.latency_model(hw)."""
+    """This module's plan for a spec of C < 8 channels (make_plan's answer for it): the strided
+    kernel's where a stride is > 1 (S7) or C > 1 (S8), else section 3.1's. `lat`:
+    planner.latency_model(hw)."""
     from .planner import latency_model
     lat = latency_model(hw) if lat is None else lat
-    if tuple(spec.window_strides) != (1, 1):
+    if tuple(spec.window_strides) != (1, 1) or spec.dims["C"] > 1:
         return strided_plan(spec, hw, lat)
     return single_channel_plan(spec, hw, lat)
 

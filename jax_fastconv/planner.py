@@ -627,10 +627,6 @@ def _multi_channel(spec: ConvSpec, hw: Hardware, lat: dict) -> Plan:
     too_big = _mc_size_limit(spec)
     if too_big:
         return _direct(hw, f"multi channel: {too_big}", lat)
-    if C < MC_MIN_CHANNELS:
-        return _direct(hw, f"multi channel: C = {C} < {MC_MIN_CHANNELS}: every S = 32 B segment "
-                           f"(the paper's minimum, sec 3.2) would be mostly padding; measured "
-                           f"0.39-0.50x lax on VGG-16's first layer (C = 3) on an H200", lat)
 
     # Every instantiation on the menu, with its residency on this hardware.
     cfgs = []
@@ -805,8 +801,8 @@ def make_plan(spec: ConvSpec, hw: Hardware | None) -> Plan:
     if min(d.values()) <= 0:
         return _direct(hw, "empty operand or output")
     lat = latency_model(hw)
-    if d["C"] == 1:
-        from . import plan_single_channel  # section 3.1 lives in its own module
+    if d["C"] < MC_MIN_CHANNELS:
+        from . import plan_single_channel  # section 3.1 (and its few-channel S8) lives there
         return plan_single_channel.plan_for(spec, hw, lat)
     return _multi_channel(spec, hw, lat)
 

@@ -51,8 +51,13 @@ def _strided_mc(cfg) -> bool:
 
 
 def _strided_sc(cfg) -> bool:
-    """A layer with stride > 1 and C = 1: the strided single-channel kernel (S7)."""
-    return cfg.strides != (1, 1) and cfg.c == 1
+    """A layer the strided single-channel kernel runs: C = 1 with a stride > 1 (S7), or
+    1 < C < 8 with a compiled kernel size and stride (S8)."""
+    from jax_fastconv.plan_single_channel import FEW_CHANNEL_INSTANCES
+    return ((cfg.strides != (1, 1) and cfg.c == 1)
+            or (1 < cfg.c < MC_MIN_CHANNELS and cfg.kh == cfg.kw
+                and cfg.strides[0] == cfg.strides[1]
+                and (cfg.kh, cfg.strides[0]) in FEW_CHANNEL_INSTANCES))
 
 
 def _check(cfg, *, forced=False):
@@ -62,12 +67,13 @@ def _check(cfg, *, forced=False):
     paper = ((cfg.strides == (1, 1) and not 1 < cfg.c < MC_MIN_CHANNELS) or _strided_mc(cfg)
              or _strided_sc(cfg))
     if paper or forced:
-        # C == 1 or C >= 8: a paper kernel (or its strided kernel); forced: the direct kernel.
+        # any C: a paper kernel (or its strided kernel); forced: the direct kernel.
         assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
     else:
         assert ex.path in ("fastconv-cuda", "lax"), ex.path
     if ex.path == "fastconv-cuda":
-        expected = ("single_channel" if cfg.c == 1 else "multi_channel") if paper else "direct"
+        expected = (("single_channel" if cfg.c < MC_MIN_CHANNELS else "multi_channel") if paper
+                    else "direct")
         assert ex.plan.method == expected, f"{cfg.id}: method {ex.plan.method}"
         out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
     else:
@@ -171,16 +177,16 @@ def test_paper_kernels(method, cfg):
     _check(cfg)
 
 
-def _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, strides, kinds):
-    """Random C = 1 layer i (seed + i) of these sizes: its padding one of `kinds` (explicit
-    pairs may be negative), its layout NCHW or NHWC, or any permutation for every 4th layer;
-    None when it is invalid or its output is over 4 M elements."""
+def _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, strides, kinds, c=1):
+    """Random layer i (seed + i) of C = c and these sizes: its padding one of `kinds`
+    (explicit pairs may be negative), its layout NCHW or NHWC, or any permutation for every
+    4th layer; None when it is invalid or its output is over 4 M elements."""
     from _helpers import RANDOM_LAYOUTS, _valid
     kind = rng.choice(kinds)
     pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
            if kind == "explicit" else str(kind))
     layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
-    cfg = ConvConfig(n, 1, m, h, w, kh, kw, strides, pad, layout, seed + i)
+    cfg = ConvConfig(n, c, m, h, w, kh, kw, strides, pad, layout, seed + i)
     return cfg if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000 else None
 
 
@@ -301,7 +307,52 @@ def test_single_channel_strided_vs_lax(cfg):
     _check(cfg)
 
 
-@pytest.mark.parametrize("cfg", SINGLE_CHANNEL_STRIDED[:6], ids=lambda c: c.id)
+def _few_channel_configs(count: int, seed: int) -> list[ConvConfig]:
+    """`count` random layers of 1 < C < 8 channels for the strided kernel's per-channel
+    instances (S8): its compiled kernel sizes and strides (7x7/2 as ResNet's RGB stem, 3x3/1 as
+    VGG's, 3x3/2, 4x4/4, 2x2/2, 5x5/2) on random maps (odd, non-square, 1-100 a side), every
+    padding kind, 1-130 filters, batch 1-16, all layout permutations."""
+    from jax_fastconv.plan_single_channel import FEW_CHANNEL_INSTANCES
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        i = len(out)
+        k, st = FEW_CHANNEL_INSTANCES[i % len(FEW_CHANNEL_INSTANCES)]
+        c = int(rng.integers(2, MC_MIN_CHANNELS))
+        n = int(rng.choice([1, 1, 2, 3, 16]))
+        m = int(rng.choice([1, 4, 8, 13, 32, 64, 130]))
+        h, w = int(rng.integers(1, 100)), int(rng.integers(1, 100))
+        cfg = _single_channel_layer(rng, i, seed, n, m, h, w, k, k, (st, st),
+                                    ["SAME", "SAME_LOWER", "VALID", "explicit"], c=c)
+        if cfg is not None:
+            out.append(cfg)
+    return out
+
+
+FEW_CHANNELS = _few_channel_configs(60, seed=9000)
+
+
+def test_few_channel_count():
+    cfgs = FEW_CHANNELS
+    assert len(cfgs) == 60 and all(1 < c.c < MC_MIN_CHANNELS for c in cfgs)
+    assert {c.c for c in cfgs} >= {2, 3, 4, 7} and {c.layout for c in cfgs} >= {"NCHW", "NHWC"}
+    assert {(c.kh, c.strides) for c in cfgs} >= {(3, (1, 1)), (7, (2, 2)), (4, (4, 4))}
+    assert any(c.m % 4 for c in cfgs) and any(c.h != c.w for c in cfgs)
+
+
+@pytest.mark.parametrize("cfg", FEW_CHANNELS, ids=lambda c: c.id)
+def test_few_channels_vs_lax(cfg):
+    """1 < C < 8 (RGB first layers) on the strided kernel's per-channel instances (S8)
+    against lax HIGHEST."""
+    from jax_fastconv import plan_single_channel as ps
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ps.is_strided(ex.plan.kernel_attrs), ex.reason
+    assert "S8" in ex.reason and ex.plan["rule"] == "few channels (S8)"
+    _check(cfg)
+
+
+@pytest.mark.parametrize("cfg", SINGLE_CHANNEL_STRIDED[:6] + FEW_CHANNELS[:4],
+                         ids=lambda c: c.id)
 def test_single_channel_strided_same_bits(cfg):
     x, w = cfg.arrays()
     f = jax.jit(_fn(cfg))
@@ -372,15 +423,25 @@ def test_explain_plans_for_the_device():
     ex = fc.explain((1, 1, 32, 32), (64, 1, 3, 3), (2, 2), "SAME")    # single channel, strided
     assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel"
     assert ex.plan["mode"] == "strided" and "S7" in ex.reason
-    ex = fc.explain((1, 2, 32, 32), (64, 2, 3, 3), (2, 2), "SAME")    # 1 < C < 8: lax
-    assert ex.plan.method == "direct"
-    assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
+    ex = fc.explain((1, 2, 32, 32), (64, 2, 3, 3), (2, 2), "SAME")    # 1 < C < 8
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel"
+    assert ex.plan["mode"] == "strided" and "S8" in ex.reason
 
 
-def test_few_channels_run_lax_and_say_why():
-    """C < 8 at stride 1: the plan falls back (planner.MC_MIN_CHANNELS) and lax runs."""
-    ex = fc.explain((1, 3, 64, 64), (16, 3, 3, 3), (1, 1), "SAME")
-    assert ex.path == "lax" and "C = 3 < 8" in ex.reason
+def test_few_channels_without_a_compiled_instance_run_lax_and_say_why():
+    """ViT-B/16's 16x16/16 patchify stem (C = 3): the strided kernel's generic instance lost to
+    lax, so the plan falls back and explain() says why."""
+    ex = fc.explain((1, 3, 224, 224), (768, 3, 16, 16), (16, 16), "VALID")
+    assert ex.plan.method == "direct" and ex.path == "lax"
+    assert "no compiled instance" in ex.reason and "16x16" in ex.reason
+
+
+def test_few_channels_past_the_slab_run_lax_and_say_why():
+    """1 < C < 8 where 4 filters' C x KH x KW weights exceed the strided kernel's 48 KB slab:
+    the plan falls back and lax runs, and explain() says why."""
+    ex = fc.explain((1, 7, 64, 64), (16, 7, 21, 21), (1, 1), "SAME")
+    assert ex.plan.method == "direct" and ex.path == "lax"
+    assert "C = 7" in ex.reason and "48 KB" in ex.reason and FORCE_DIRECT_ENV in ex.reason
 
 
 # -- the measured choice (autotune.py) on the device -------------------------------------------

@@ -340,6 +340,55 @@ def test_strided_layers_plan_the_strided_kernel(preset, N, H, W, M, K, KW, strid
     assert ps.launch_of(spec, plan)["tiles"] == N * -(-M // mb)
 
 
+@pytest.mark.parametrize("M,C,KH,KW,mb", [
+    (64, 3, 7, 7, 64),                # an RGB stem: 147 x 64 x 4 B = 37.6 KB
+    (64, 3, 11, 11, 32),              # 363 x 64 > 12288 floats: halved once
+    (8, 7, 20, 20, 4), (8, 7, 21, 21, 0)])   # 3087 taps x 4 > 12288 floats: none
+def test_strided_filters_count_the_channels(M, C, KH, KW, mb):
+    assert ps.strided_filters(M, KH, KW, C) == mb
+
+
+@pytest.mark.parametrize("preset", ["h100", "gtx1080ti"])
+@pytest.mark.parametrize("N,C,H,M,K,stride,layout", [
+    (32, 3, 224, 64, 7, (2, 2), "NHWC"),     # ResNet's stem
+    (1, 3, 224, 64, 3, (1, 1), "NCHW"),      # VGG-16's first layer: stride 1 too
+    (8, 3, 224, 96, 4, (4, 4), "NCHW"),      # ConvNeXt's patchify stem
+    (2, 7, 33, 13, 5, (2, 2), "NHWC"),
+    (4, 2, 64, 8, 2, (2, 2), "NHWC"),
+])
+def test_few_channel_layers_plan_the_strided_kernel(preset, N, C, H, M, K, stride, layout):
+    """1 < C < 8 (S8): the strided kernel, each channel's share summed in registers."""
+    from jax_fastconv import planner as pl
+    hw = hwm.PRESETS[preset]
+    spec = spec_from_logical(N, C, H, H, M, K, K, stride=stride, padding="SAME", layout=layout)
+    d = spec.dims
+    plan = pl.make_plan(spec, hw)
+    assert plan.method == "single_channel" and ps.is_strided(plan.kernel_attrs), plan.reason
+    assert ps.valid_attrs(spec, plan.kernel_attrs, hw) == []
+    mb = ps.strided_filters(M, K, K, C)
+    assert plan["filters_per_block"] == mb and plan["shared_bytes_per_block"] == 4 * C * K * K * mb
+    assert plan["rule"] == "few channels (S8)" and "S8" in plan.reason
+    assert f"C = {C} < 8" in plan.reason and f"{C}x{K}x{K} weights" in plan.reason
+    tm = plan["filters_per_thread"]
+    assert tm == ps.strided_filters_per_thread(spec, mb, hw.sm_count)
+    assert plan["FMA_per_item"] == C * K * K * tm * 4
+    r = pl.division_ranges(spec, plan)
+    assert r["c"] == ((0, C),)
+    assert_partition(r["m"], M)
+
+
+@pytest.mark.parametrize("C,K,KW,stride", [
+    (3, 16, 16, (16, 16)),    # ViT-B/16's patchify stem: measured slower than lax
+    (4, 1, 1, (1, 1)), (2, 5, 3, (2, 2)), (3, 3, 3, (1, 2)), (5, 9, 9, (1, 1))])
+def test_few_channel_layers_without_a_compiled_instance_run_lax(C, K, KW, stride):
+    from jax_fastconv import planner as pl
+    spec = spec_from_logical(2, C, 64, 64, 32, K, KW, stride=stride, padding="SAME")
+    assert ps.strided_supported(spec) is None and not ps.few_channel_instance(spec)
+    plan = pl.make_plan(spec, hwm.PRESETS["h100"])
+    assert plan.method == "direct" and "no compiled instance" in plan.reason
+    assert f"C = {C}, stride {stride}" in plan.reason
+
+
 def test_strided_kernel_limits_and_attrs():
     from jax_fastconv import planner as pl
     hw = hwm.PRESETS["h100"]
@@ -380,7 +429,7 @@ def test_strided_support_is_the_kernels(tmp_path):
         st = (rng.randint(1, 4), rng.randint(1, 4)) if i % 7 else (1, 1)
         M = rng.choice([1, 5, 64, 300, 1 << 20, (1 << 30) + 1]) if big else rng.randint(1, 300)
         N = rng.choice([1, 3, 1 << 12]) if big else rng.randint(1, 40)
-        C = 1 if i % 11 else rng.choice([2, 8])
+        C = 1 if i % 3 else rng.choice([2, 3, 5, 7, 8, 64])
         pads = tuple((rng.randint(-2, 4), rng.randint(-2, 4)) for _ in range(2))
         if H + pads[0][0] + pads[0][1] < KH or W + pads[1][0] + pads[1][1] < KW:
             pads = ((KH, KH), (KW, KW))
@@ -399,7 +448,7 @@ def test_strided_support_is_the_kernels(tmp_path):
     for s, n_sm, line in zip(specs, sms, out):
         d = s.dims
         mb, ok, tm = (int(v) for v in line.split())
-        assert mb == ps.strided_filters(d["M"], d["KH"], d["KW"]), (s.describe(), line)
+        assert mb == ps.strided_filters(d["M"], d["KH"], d["KW"], d["C"]), (s.describe(), line)
         assert bool(ok) == (ps.strided_supported(s) is None), (s.describe(), line)
         if ok:
             assert tm == ps.strided_filters_per_thread(s, mb, n_sm), (s.describe(), line)

@@ -350,7 +350,8 @@ def test_streamed_1x1_rule(dn, N, C, H, W, M, padding, streamed):
     (64, 1, (2, 2), ((0, 1), (1, 0)), "NHWC", "multi_channel"),  # padding reached
     (128, 3, (2, 2), "SAME", "NHWC", "multi_channel"),    # ResNet's 3x3 stride 2
     (64, 5, (3, 2), ((2, 1), (-1, 2)), "NCHW", "multi_channel"),
-    (4, 1, (2, 2), "VALID", "NHWC", "direct"),            # C < 8: lax, as at stride 1
+    (4, 3, (2, 2), "VALID", "NHWC", "single_channel"),    # 1 < C < 8: the strided kernel (S8)
+    (4, 1, (2, 2), "VALID", "NHWC", "direct"),            # ... but not its generic instance
     (1, 3, (2, 2), "SAME", "NCHW", "single_channel"),     # single channel: the strided kernel
     (1, 7, (2, 2), "SAME", "NHWC", "single_channel"),
 ])
@@ -484,8 +485,8 @@ def test_c_split_is_beyond_the_paper_and_said_so():
 
 # ---------------------------------------------------------------- direct fallbacks
 @pytest.mark.parametrize("spec,needle", [
-    (spec_from_logical(1, 1, 200, 200, 8, 56, 56, stride=(2, 2)), "stride (2, 2): a 56x56"),
-    (spec_from_logical(1, 4, 32, 32, 8, 3, 3, stride=(1, 2)), "C = 4 < 8"),
+    (spec_from_logical(1, 1, 200, 200, 8, 56, 56, stride=(2, 2)), "C = 1, stride (2, 2): a 56x56"),
+    (spec_from_logical(1, 4, 64, 64, 8, 28, 28), "C = 4, stride (1, 1): C = 4 x a 28x28"),
 ])
 def test_direct_for_uncovered_shapes(spec, needle):
     plan = pl.make_plan(spec, GTX)
@@ -545,6 +546,11 @@ def test_every_plan_respects_limits_and_covers_output_once(preset):
             assert_partition(ranges[axis], extent)
         if plan.method == "direct":
             assert plan.reason
+            continue
+        if psc.is_strided(plan.kernel_attrs):   # C < 8 (S8): 256 threads, weights <= 48 KB
+            assert plan["threads_per_block"] == 256 == plan.kernel_attrs[-1]
+            assert plan["shared_bytes_per_block"] <= 48 * 1024
+            assert psc.valid_attrs(spec, plan.kernel_attrs, hw) == []
             continue
         T, b = plan["threads_per_block"], plan["blocks_per_SM"]
         shared = plan["shared_bytes_per_block"]
@@ -731,9 +737,11 @@ def test_resolve_hardware_overrides(cache_env, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("C", [2, 3, 7])
 def test_few_channels_are_not_the_multi_channel_kernel(C):
-    """Fewer channels than one 32-byte segment: the plan says why and the GPU path runs lax."""
+    """Fewer channels than one 32-byte segment: not the multi-channel kernel (its segments
+    would be mostly padding) but the strided kernel per channel (S8), and the plan says so."""
     plan = pl.make_plan(spec_from_logical(1, C, 224, 224, 64, 3, 3), hwm.PRESETS["h200"])
-    assert plan.method == "direct" and f"C = {C} < 8" in plan.reason
+    assert plan.method == "single_channel" and plan["rule"] == "few channels (S8)"
+    assert f"C = {C} < 8" in plan.reason and "mostly padding" in plan.reason
     assert pl.make_plan(spec_from_logical(1, 8, 224, 224, 64, 3, 3),
                         hwm.PRESETS["h200"]).method == "multi_channel"
 
