@@ -77,6 +77,12 @@ S7. Strides (beyond the paper, whose section 3.1 is stride 1): the staged kernel
     with __ldg (the input is M s_h s_w times smaller than the output:
     the output stores bound these layers as they do the stride-1 ones). Layers the kernel's
     index range does not cover (`strided_supported`) run the direct kernel's plan (lax).
+S8. Few channels (beyond the paper): with 1 < C < 8 the multi-channel kernel's S = 32 B
+    segments along C (its minimum, sec 3.2) would be mostly padding (measured 0.39-0.50x lax
+    on VGG-16's C = 3 first layer, H200), so these layers run the strided kernel with every
+    stride, 1 included: the slab's C x KH x KW weights in shared memory and each thread's
+    tile summed over the channels in turn, each channel section 3.1's computation. Planned
+    for its compiled kernel sizes and strides only (`few_channel_instance`); the rest run lax.
 """
 from __future__ import annotations
 
