@@ -20,8 +20,9 @@
 // size or stride runs the generic instance (runtime loops, four loads per tap).
 //
 // Two thread orders, picked on the host from the output strides and alignment:
-//   kFilters (y_sc == 1, M % 4 == 0, e.g. NHWC): filter groups fastest, TM = 4; a thread
-//            writes one 16-byte store per pixel (its 4 filters), a warp whole lines of a run.
+//   kFilters (y_sc == 1, M % 4 == 0, e.g. NHWC): filter groups fastest, TM = 4 (8 for some
+//            C > 1 layers: strided::filters_per_thread); a thread writes one 16-byte store per
+//            pixel and 4 filters, a warp whole lines of a run.
 //   kColumns (anything else): TM = 8 where strided::filters_per_thread says so (8 filters per
 //            thread halve the input loads per FMA: b32 NCHW 7x7/2 0.90x, 5x5/2 0.87x, 4x4/4
 //            0.83x the time of 4; in kFilters 8 took 1.08-2.2x the time, H100, single-channel
@@ -382,7 +383,8 @@ cudaError_t dispatch(const STArgs& a, const ConvParams& p, const DeviceInfo& dev
 template <int ORDER, int TM>
 cudaError_t dispatch_channels(const STArgs& a, const ConvParams& p, const DeviceInfo& dev,
                               const float* x, const float* w, float* y, cudaStream_t s) {
-  if (p.C == 1) return dispatch<ORDER, TM, kOneChannel>(a, p, dev, x, w, y, s);
+  if constexpr (!(ORDER == kFilters && TM == 8))  // (that pair only for C > 1)
+    if (p.C == 1) return dispatch<ORDER, TM, kOneChannel>(a, p, dev, x, w, y, s);
   if (p.x_sw == 1) return dispatch<ORDER, TM, 1>(a, p, dev, x, w, y, s);
   if (p.x_sw == 3) return dispatch<ORDER, TM, 3>(a, p, dev, x, w, y, s);
   return dispatch<ORDER, TM, 0>(a, p, dev, x, w, y, s);
@@ -425,6 +427,7 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.fd_b = FastDiv(uint32_t(a.CW));
   a.fd_c = FastDiv(uint32_t(p.OH));
   a.fd_d = FastDiv(uint32_t(a.GM / a.G4));
+  if (order == kFilters && tm == 8) return dispatch_channels<kFilters, 8>(a, p, dev, x, w, y, stream);
   if (order == kFilters) return dispatch_channels<kFilters, 4>(a, p, dev, x, w, y, stream);
   if (tm == 8) return dispatch_channels<kColumns, 8>(a, p, dev, x, w, y, stream);
   return dispatch_channels<kColumns, 4>(a, p, dev, x, w, y, stream);

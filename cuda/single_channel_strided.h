@@ -47,14 +47,22 @@ inline bool filters_first(const ConvParams& p, bool y_aligned16) {
 // Filters per thread of a launch with slabs of mb filters on a device of sms SMs: 8 in the
 // column order (half the input loads per FMA: b32 NCHW 7x7/2, 5x5/2, 4x4/4 0.83-0.90x the time
 // on an H100) where an output takes >= 9 FMAs (C x KH x KW) and the launch keeps a thread per
-// FP32 lane of every SM (outputs of >= 25 FMAs have the work per thread to do without); else 4
+// FP32 lane of every SM (C = 1 kernels of >= 25 taps have the work per thread to do without;
+// with C > 1 that cost b1 NCHW RGB 3x3/2, 4x4/4 and C = 2 5x5/2 1.11-1.13x the time); else 4
 // (the filters-first order, where 8 took 1.08-2.2x the time; slabs of 4; 2x2/2 1.01-1.07x;
-// b1 224^2 3x3/2 1.07x and 256^2 4x4/4 1.13x, launches of under a thread per lane).
+// b1 224^2 3x3/2 1.07x and 256^2 4x4/4 1.13x, launches of under a thread per lane). In the
+// filters-first order with C > 1, 8 where a window row costs more than 2 loads per tap
+// ((3 SW + KW) / KW: 3x3/2, 5x5/2, 4x4/4, 2x2/2) and the launch keeps a thread per lane: b32
+// NHWC RGB 3x3/2 0.92x, 4x4/4 0.92x, C = 2 5x5/2 0.95x the time; not 7x7/2 (1.18x: 128
+// registers) nor 3x3/1 (1.00-1.04x).
 inline int filters_per_thread(const ConvParams& p, int mb, bool y_aligned16, int sms) {
-  if (filters_first(p, y_aligned16) || mb < 2 * kTM) return kTM;
+  if (mb < 2 * kTM) return kTM;
   const long long t = taps(p);
   const long long threads = slab_items(p, mb, 2 * kTM) * ((p.M + mb - 1) / mb);
-  return t >= 9 && (t >= 25 || threads >= 256LL * sms) ? 2 * kTM : kTM;
+  const bool lanes = threads >= 256LL * sms;
+  if (filters_first(p, y_aligned16))
+    return p.C > 1 && 3 * p.stride_w > p.KW && lanes ? 2 * kTM : kTM;
+  return t >= 9 && ((t >= 25 && p.C == 1) || lanes) ? 2 * kTM : kTM;
 }
 
 // Whether the kernel runs p: C == 1 with a stride > 1, or C > 1 with any stride (the planner

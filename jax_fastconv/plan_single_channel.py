@@ -169,16 +169,20 @@ def strided_filters(M: int, KH: int, KW: int, C: int = 1) -> int:
 
 def strided_filters_per_thread(spec, mb: int, sms: int) -> int:
     """Filters per thread of the strided kernel on a device of `sms` SMs
-    (strided::filters_per_thread, for XLA's aligned buffers): 4 in the filters-first order
-    (the output's filters its fastest axis, M % 4 == 0, e.g. NHWC) and for slabs of 4; else 8
-    where an output takes >= 9 FMAs (C x KH x KW) and the launch keeps 256 threads per SM or
-    its outputs take >= 25; else 4."""
+    (strided::filters_per_thread, for XLA's aligned buffers). Slabs of 4: 4. The column order:
+    8 where an output takes >= 9 FMAs (C x KH x KW) and the launch keeps 256 threads per SM or
+    (C = 1) its outputs take >= 25; else 4. The filters-first order (the output's filters its
+    fastest axis, M % 4 == 0, e.g. NHWC): 4, but 8 for C > 1 where a window row costs more
+    than 2 loads per tap (3 SW > KW) and the launch keeps 256 threads per SM."""
     d = spec.dims
-    if spec.out_filters_in_fours or mb < 8:   # the filters-first order, or slabs of 4
+    if mb < 8:
         return 4
-    taps = d["C"] * d["KH"] * d["KW"]
     threads = strided_items(spec, mb, 8) * _cdiv(d["M"], mb)
-    return 8 if taps >= 9 and (taps >= 25 or threads >= 256 * sms) else 4
+    lanes = threads >= 256 * sms
+    if spec.out_filters_in_fours:
+        return 8 if d["C"] > 1 and 3 * spec.window_strides[1] > d["KW"] and lanes else 4
+    taps = d["C"] * d["KH"] * d["KW"]
+    return 8 if taps >= 9 and ((taps >= 25 and d["C"] == 1) or lanes) else 4
 
 
 def strided_items(spec, mb: int, tm: int = 4) -> int:

@@ -13,13 +13,16 @@
 //   /tmp/drv --strided  time the strided kernel (plan division 4) on the single-strided set
 //   /tmp/drv --strided-one NAME  launch one case of that set twice (its name, '_' for ' ')
 //                       (add cuda/single_channel_strided.cu to the build); --check includes
-//                       100 random strided layers and --small two
+//                       100 random strided layers, 60 random few-channel ones, and --small two
+//   /tmp/drv --few      time the strided kernel's few-channel instances (1 < C < 8, S8) on
+//                       the few-channel set (RGB stems, C = 4 3x3/1, C = 2 5x5/2)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
 // recomputes any element without copying inputs back. Outputs are poisoned with NaN first;
 // the NaN count over the whole output and a bit-exact hash are computed on the GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -94,6 +97,8 @@ struct Case {
   int xpitch; // extra elements per input row
   long long plan[8];
   long long sh = 1, sw = 1;  // strides (> 1: the strided kernel, plan division 4)
+  long long C = 1;  // channels (> 1: the strided kernel's few-channel instances, S8)
+  int xlay = 0;     // input: 0 planes (n, c, h, w), 1 channels last (n, h, w, c); rows pitched
 };
 
 struct Bufs {
@@ -102,17 +107,22 @@ struct Bufs {
 
 static ConvParams make_params(const Case& c, Bufs* b) {
   ConvParams p{};
-  p.N = c.N; p.C = 1; p.H = c.H; p.W = c.W; p.M = c.M; p.KH = c.KH; p.KW = c.KW;
+  p.N = c.N; p.C = c.C; p.H = c.H; p.W = c.W; p.M = c.M; p.KH = c.KH; p.KW = c.KW;
   p.OH = (c.H + c.pt + c.pb - c.KH) / c.sh + 1;
   p.OW = (c.W + c.pl + c.pr - c.KW) / c.sw + 1;
   p.stride_h = c.sh; p.stride_w = c.sw;
   p.pad_top = c.pt; p.pad_left = c.pl;
-  const long long xs_h = c.W + c.xpitch;
-  p.x_sw = 1; p.x_sh = xs_h; p.x_sn = xs_h * c.H; p.x_sc = p.x_sn;
+  if (c.xlay == 0) {
+    const long long xs_h = c.W + c.xpitch;
+    p.x_sw = 1; p.x_sh = xs_h; p.x_sc = xs_h * c.H; p.x_sn = p.x_sc * c.C;
+  } else {
+    p.x_sc = 1; p.x_sw = c.C; p.x_sh = c.W * c.C + c.xpitch; p.x_sn = p.x_sh * c.H;
+  }
   b->x_elems = size_t(p.x_sn * c.N);
-  if (c.wlay == 0) { p.w_sw = 1; p.w_sh = c.KW; p.w_so = c.KH * c.KW; p.w_si = p.w_so; b->w_elems = c.M * c.KH * c.KW; }
-  else if (c.wlay == 1) { p.w_so = 1; p.w_si = c.M; p.w_sw = c.M; p.w_sh = c.KW * c.M; b->w_elems = c.M * c.KH * c.KW; }
-  else { const long long mp = c.M + 3; p.w_so = 1; p.w_sw = mp; p.w_sh = c.KW * mp; p.w_si = mp; b->w_elems = mp * c.KH * c.KW; }
+  const long long T = c.C * c.KH * c.KW;  // weights per filter
+  if (c.wlay == 0) { p.w_sw = 1; p.w_sh = c.KW; p.w_si = c.KH * c.KW; p.w_so = T; b->w_elems = c.M * T; }
+  else if (c.wlay == 1) { p.w_so = 1; p.w_si = c.M; p.w_sw = c.C * c.M; p.w_sh = c.KW * c.C * c.M; b->w_elems = c.M * T; }
+  else { const long long mp = c.M + 3; p.w_so = 1; p.w_si = mp; p.w_sw = c.C * mp; p.w_sh = c.KW * c.C * mp; b->w_elems = mp * T; }
   const long long N = c.N, M = c.M, OH = p.OH, OW = p.OW;
   // y axes: order listed slowest -> fastest
   int order[4];  // 0 n, 1 m, 2 oh, 3 ow
@@ -131,17 +141,18 @@ static ConvParams make_params(const Case& c, Bufs* b) {
 
 static double ref_point(const Case& c, const ConvParams& p, long long n, long long m, long long oh, long long ow) {
   double acc = 0;
-  for (long long kh = 0; kh < c.KH; ++kh) {
-    const long long ih = oh * c.sh + kh - c.pt;
-    if (ih < 0 || ih >= c.H) continue;
-    for (long long kw = 0; kw < c.KW; ++kw) {
-      const long long iw = ow * c.sw + kw - c.pl;
-      if (iw < 0 || iw >= c.W) continue;
-      const double xv = hval(1, n * p.x_sn + ih * p.x_sh + iw * p.x_sw);
-      const double wv = hval(2, m * p.w_so + kh * p.w_sh + kw * p.w_sw);
-      acc += xv * wv;
+  for (long long ci = 0; ci < c.C; ++ci)
+    for (long long kh = 0; kh < c.KH; ++kh) {
+      const long long ih = oh * c.sh + kh - c.pt;
+      if (ih < 0 || ih >= c.H) continue;
+      for (long long kw = 0; kw < c.KW; ++kw) {
+        const long long iw = ow * c.sw + kw - c.pl;
+        if (iw < 0 || iw >= c.W) continue;
+        const double xv = hval(1, n * p.x_sn + ci * p.x_sc + ih * p.x_sh + iw * p.x_sw);
+        const double wv = hval(2, m * p.w_so + ci * p.w_si + kh * p.w_sh + kw * p.w_sw);
+        acc += xv * wv;
+      }
     }
-  }
   return acc;
 }
 
@@ -477,6 +488,41 @@ static Case strided_same(long long N, long long HW, long long M, long long K, lo
   return c;
 }
 
+// A few-channel layer (S8): C channels, NHWC (lay 1: channels-last input, HWIO filters) or
+// NCHW (lay 0: planes, OIHW), SAME padding.
+static Case few_same(long long N, long long C, long long HW, long long M, long long K, long long S,
+                     int lay) {
+  Case c = strided_same(N, HW, M, K, S, lay);
+  char buf[128];
+  snprintf(buf, sizeof buf, "few %s N%lld C%lld %lldx%lld M%lld K%lld/s%lld", lay == 1 ? "NHWC" : "NCHW",
+           N, C, HW, HW, M, K, S);
+  c.name = buf; c.C = C; c.xlay = lay;
+  return c;
+}
+
+// Random few-channel layers (2 <= C <= 7) on the compiled instances (3x3/2, 5x5/2, 7x7/2, 2x2/2,
+// 4x4/4, 3x3/1): padding also negative, any input / output / filter layout, input pitch.
+static Case random_few_case(std::mt19937_64& rng, int i) {
+  auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+  static const long long fixed[][2] = {{3, 2}, {5, 2}, {7, 2}, {2, 2}, {4, 4}, {3, 1}};
+  Case c{};
+  c.name = "few" + std::to_string(i);
+  c.C = U(2, 7);
+  c.KH = c.KW = fixed[i % 6][0]; c.sh = c.sw = fixed[i % 6][1];
+  c.H = U(0, 3) ? U(1, 90) : U(100, 300); c.W = U(0, 3) ? U(1, 90) : U(100, 300);
+  c.M = U(0, 1) ? 4 * U(1, 40) : U(1, 200);
+  c.N = c.H * c.W * c.M > 2000000 ? 1 : U(1, 4);
+  if (U(0, 1)) { c.pt = U(-2, 4); c.pb = U(-2, 4); c.pl = U(-2, 4); c.pr = U(-2, 4); }
+  if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt;
+  if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl;
+  c.ylay = U(0, 2) ? int(U(0, 1)) : int(U(0, 6));
+  c.wlay = int(U(0, 2));
+  c.xlay = int(U(0, 1));
+  c.xpitch = U(0, 4) == 0 ? int(U(1, 5)) : 0;
+  for (int k = 0; k < 8; ++k) c.plan[k] = kStridedPlan[k];
+  return c;
+}
+
 // Random strided layers: strides 1-4 per axis (not both 1), kernels 1x1-9x9 and the compiled
 // 3x3/2, 5x5/2, 7x7/2, 2x2/2, 4x4/4, padding also negative, any output / filter layout, input
 // pitch, M % 4 != 0.
@@ -515,9 +561,16 @@ static int run_twice(const Case& c) {
 // time per launch, GB/s and % of the copy bandwidth, the copy floor, and the FMA rate reached.
 // With `one` (a case's name with '_' for ' ', e.g. strided_NCHW_N32_1024x1024_M32_K7/s2), that
 // case is only launched twice, for ncu (--launch-skip 1 --launch-count 1).
-static int time_strided_set(const char* one = nullptr) {
-  static const long long set[][4] = {{224, 64, 7, 2}, {224, 32, 3, 2}, {512, 32, 3, 2}, {512, 32, 5, 2},
-                                     {1024, 32, 3, 2}, {1024, 32, 7, 2}, {256, 64, 4, 4}, {128, 128, 2, 2}};
+// few: the few-channel set instead (benchmarks/layers.json "few-channel" but the ViT stem).
+static int time_strided_set(const char* one = nullptr, bool few = false) {
+  static const long long strided[][5] = {{1, 224, 64, 7, 2}, {1, 224, 32, 3, 2}, {1, 512, 32, 3, 2},
+                                         {1, 512, 32, 5, 2}, {1, 1024, 32, 3, 2}, {1, 1024, 32, 7, 2},
+                                         {1, 256, 64, 4, 4}, {1, 128, 128, 2, 2}};
+  static const long long fewset[][5] = {{3, 224, 64, 7, 2}, {3, 224, 64, 3, 1}, {3, 224, 32, 3, 2},
+                                        {3, 224, 96, 4, 4}, {4, 128, 32, 3, 1}, {2, 256, 32, 5, 2}};
+  std::vector<std::array<long long, 5>> set;
+  if (few) for (auto& l : fewset) set.push_back({l[0], l[1], l[2], l[3], l[4]});
+  else for (auto& l : strided) set.push_back({l[0], l[1], l[2], l[3], l[4]});
   const double bw = one ? 0 : copy_bw_GBps();
   if (!one) {
     printf("copy bandwidth (D2D 1 GiB, read+write): %.0f GB/s\n", bw);
@@ -526,7 +579,8 @@ static int time_strided_set(const char* one = nullptr) {
   for (long long N : {1LL, 32LL})
     for (int lay : {1, 0})
       for (auto& l : set) {
-        const Case c = strided_same(N, l[0], l[1], l[2], l[3], lay);
+        const Case c = few ? few_same(N, l[0], l[1], l[2], l[3], l[4], lay)
+                           : strided_same(N, l[1], l[2], l[3], l[4], lay);
         Bufs b; ConvParams p = make_params(c, &b);
         if (one) {
           std::string u = c.name;
@@ -536,7 +590,7 @@ static int time_strided_set(const char* one = nullptr) {
         }
         const TimeRes t = time_case(c);
         const double floor_us = 4.0 * (b.x_elems + b.w_elems + p.out_elems()) / (bw * 1e3);
-        const double tflops = 2.0 * p.out_elems() * c.KH * c.KW / (t.us * 1e-6) / 1e12;
+        const double tflops = 2.0 * p.out_elems() * c.C * c.KH * c.KW / (t.us * 1e-6) / 1e12;
         printf("%-40s %9.2f %7.0f %5.1f%% %9.2f %8.1f\n", c.name.c_str(), t.us, t.gbps, 100 * t.gbps / bw,
                floor_us, tflops);
       }
@@ -545,7 +599,7 @@ static int time_strided_set(const char* one = nullptr) {
 }
 
 int main(int argc, char** argv) {
-  bool small = false, do_check = true, do_time = true, strided_time = false;
+  bool small = false, do_check = true, do_time = true, strided_time = false, few_time = false;
   const char* plans_path = nullptr; const char* one = nullptr; const char* strided_one = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--small")) { small = true; do_time = false; }
@@ -554,6 +608,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans_path = argv[++i];
     if (!strcmp(argv[i], "--one") && i + 1 < argc) one = argv[++i];
     if (!strcmp(argv[i], "--strided")) { strided_time = true; do_check = do_time = false; }
+    if (!strcmp(argv[i], "--few")) { few_time = true; do_check = do_time = false; }
     if (!strcmp(argv[i], "--strided-one") && i + 1 < argc) strided_one = argv[++i];
   }
   cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
@@ -590,6 +645,7 @@ int main(int argc, char** argv) {
 
   if (strided_one) return time_strided_set(strided_one);
   if (strided_time) return time_strided_set();
+  if (few_time) return time_strided_set(nullptr, true);
   int nfail = 0, nrun = 0; double maxrel = 0; bool alldet = true;
   if (do_check) {
     std::vector<Case> cases;
@@ -643,6 +699,7 @@ int main(int argc, char** argv) {
     Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
     Case sb = strided_same(2, 20, 20000, 3, 2, 1); sb.name = "strided 157 slabs nhwc 3x3/2";
     cases.push_back(sa); cases.push_back(sb);
+    for (int i = 0; i < 60; ++i) cases.push_back(random_few_case(rng, i));
     int nplan_bad = 0;
     for (auto& c : planned) { cases.push_back(c); nplan_bad += !launch_is_plan(c, prop.multiProcessorCount); }
     if (plans_path)
