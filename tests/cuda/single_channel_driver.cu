@@ -637,8 +637,11 @@ int main(int argc, char** argv) {
     Case h = strided_same(2, 37, 20, 7, 2, 1); h.name = "small strided nhwc 7x7/2";
     Case k = strided_same(1, 30, 13, 4, 4, 0); k.sw = 3; k.KW = 5; k.xpitch = 1; k.wlay = 2;
     k.name = "small strided nchw generic";
+    Case fa = few_same(2, 3, 29, 20, 7, 2, 1); fa.name = "small few nhwc C3 7x7/2";
+    Case fb = few_same(1, 4, 17, 9, 3, 1, 0); fb.xpitch = 2; fb.wlay = 2; fb.ylay = 3;
+    fb.name = "small few nchw C4 3x3/1 pitched";
     int bad = 0;
-    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k}) bad += !check_case(*c, rng, true).ok;
+    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb}) bad += !check_case(*c, rng, true).ok;
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
   }
