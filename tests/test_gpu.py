@@ -112,6 +112,11 @@ FORCED = [c for c in RANDOM if c.strides != (1, 1) and not _strided_mc(c)
     ConvConfig(2, 2, 32, 33, 31, 3, 5, (2, 2), "SAME", "NHWC", 5002),
     ConvConfig(1, 3, 64, 64, 64, 5, 5, (2, 1), ((2, 1), (-1, 2)), "NHWC", 5003),
     ConvConfig(3, 5, 8, 17, 64, 3, 5, (2, 2), "VALID", "NCHW", 5004),
+    # 1 < C < 8 without an S8 instance (5x5/1, 1x1, 7x7/1, 4x4/2)
+    ConvConfig(2, 3, 16, 20, 22, 5, 5, (1, 1), "SAME", "NHWC", 5005),
+    ConvConfig(1, 4, 8, 19, 17, 1, 1, (1, 1), "VALID", "NCHW", 5006),
+    ConvConfig(3, 6, 24, 15, 15, 7, 7, (1, 1), ((3, 3), (2, 4)), "NCHW", 5007),
+    ConvConfig(2, 2, 16, 30, 30, 4, 4, (2, 2), "VALID", "NHWC", 5008),
 ]
 # Strided layers with C >= 8: the multi-channel kernel (each output pixel's window starts at
 # stride x its coordinates): ResNet's 1x1 projection shortcuts and 3x3 stride-2 layers, odd
