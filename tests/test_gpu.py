@@ -195,6 +195,16 @@ def _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, strides, kinds, c=1)
     return cfg if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000 else None
 
 
+def _draw_layers(count: int, draw) -> list[ConvConfig]:
+    """`count` layers from draw(i) for i = 0, 1, ... (drawn again at the same i on None)."""
+    out = []
+    while len(out) < count:
+        cfg = draw(len(out))
+        if cfg is not None:
+            out.append(cfg)
+    return out
+
+
 def _single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
     """`count` random C = 1, stride-1 layers for the single-channel kernels (issue 6): odd and
     non-square maps (1-90 pixels a side) and kernels (1x1 to 9x9, 1x7, 5x3, 4x6, ...), every
@@ -202,19 +212,16 @@ def _single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
     main layouts and the other permutations; outputs kept under 4 M elements."""
     rng = np.random.default_rng(seed)
     kernels = [(1, 1), (3, 3), (5, 5), (7, 7), (1, 7), (7, 1), (5, 3), (2, 2), (4, 6), None]
-    out = []
-    while len(out) < count:
-        i = len(out)
+    def draw(i):
         k = kernels[int(rng.integers(len(kernels)))]
         kh, kw = k if k else (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
         n = int(rng.choice([1, 1, 2, 3, 5, 16, 64]))
         m = int(rng.choice([1, 3, 8, 13, 32, 64, 130]))
         h, w = int(rng.integers(1, 91)), int(rng.integers(1, 91))
-        cfg = _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, (1, 1),
-                                    ["SAME", "SAME_LOWER", "VALID", "explicit", "explicit"])
-        if cfg is not None:
-            out.append(cfg)
-    return out
+        return _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, (1, 1),
+                                     ["SAME", "SAME_LOWER", "VALID", "explicit", "explicit"])
+
+    return _draw_layers(count, draw)
 
 
 SINGLE_CHANNEL_RANDOM = _single_channel_configs(120, seed=7000)
@@ -272,9 +279,7 @@ def _strided_single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
     rng = np.random.default_rng(seed)
     fixed = [((3, 3), (2, 2)), ((5, 5), (2, 2)), ((7, 7), (2, 2)), ((2, 2), (2, 2)),
              ((4, 4), (4, 4))]
-    out = []
-    while len(out) < count:
-        i = len(out)
+    def draw(i):
         if i % 2 == 0:
             (kh, kw), st = fixed[(i // 2) % len(fixed)]
         else:
@@ -285,11 +290,10 @@ def _strided_single_channel_configs(count: int, seed: int) -> list[ConvConfig]:
         n = int(rng.choice([1, 1, 2, 3, 32]))
         m = int(rng.choice([1, 4, 8, 13, 32, 64, 130]))
         h, w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
-        cfg = _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, st,
-                                    ["SAME", "SAME_LOWER", "VALID", "explicit"])
-        if cfg is not None:
-            out.append(cfg)
-    return out
+        return _single_channel_layer(rng, i, seed, n, m, h, w, kh, kw, st,
+                                     ["SAME", "SAME_LOWER", "VALID", "explicit"])
+
+    return _draw_layers(count, draw)
 
 
 SINGLE_CHANNEL_STRIDED = _strided_single_channel_configs(80, seed=8000)
@@ -319,19 +323,16 @@ def _few_channel_configs(count: int, seed: int) -> list[ConvConfig]:
     padding kind, 1-130 filters, batch 1-16, all layout permutations."""
     from jax_fastconv.plan_single_channel import FEW_CHANNEL_INSTANCES
     rng = np.random.default_rng(seed)
-    out = []
-    while len(out) < count:
-        i = len(out)
+    def draw(i):
         k, st = FEW_CHANNEL_INSTANCES[i % len(FEW_CHANNEL_INSTANCES)]
         c = int(rng.integers(2, MC_MIN_CHANNELS))
         n = int(rng.choice([1, 1, 2, 3, 16]))
         m = int(rng.choice([1, 4, 8, 13, 32, 64, 130]))
         h, w = int(rng.integers(1, 100)), int(rng.integers(1, 100))
-        cfg = _single_channel_layer(rng, i, seed, n, m, h, w, k, k, (st, st),
-                                    ["SAME", "SAME_LOWER", "VALID", "explicit"], c=c)
-        if cfg is not None:
-            out.append(cfg)
-    return out
+        return _single_channel_layer(rng, i, seed, n, m, h, w, k, k, (st, st),
+                                     ["SAME", "SAME_LOWER", "VALID", "explicit"], c=c)
+
+    return _draw_layers(count, draw)
 
 
 FEW_CHANNELS = _few_channel_configs(60, seed=9000)

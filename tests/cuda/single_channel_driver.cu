@@ -500,47 +500,28 @@ static Case few_same(long long N, long long C, long long HW, long long M, long l
   return c;
 }
 
-// Random few-channel layers (2 <= C <= 7) on the compiled instances (3x3/2, 5x5/2, 7x7/2, 2x2/2,
-// 4x4/4, 3x3/1): padding also negative, any input / output / filter layout, input pitch.
-static Case random_few_case(std::mt19937_64& rng, int i) {
-  auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
-  static const long long fixed[][2] = {{3, 2}, {5, 2}, {7, 2}, {2, 2}, {4, 4}, {3, 1}};
-  Case c{};
-  c.name = "few" + std::to_string(i);
-  c.C = U(2, 7);
-  c.KH = c.KW = fixed[i % 6][0]; c.sh = c.sw = fixed[i % 6][1];
-  c.H = U(0, 3) ? U(1, 90) : U(100, 300); c.W = U(0, 3) ? U(1, 90) : U(100, 300);
-  c.M = U(0, 1) ? 4 * U(1, 40) : U(1, 200);
-  c.N = c.H * c.W * c.M > 2000000 ? 1 : U(1, 4);
-  if (U(0, 1)) { c.pt = U(-2, 4); c.pb = U(-2, 4); c.pl = U(-2, 4); c.pr = U(-2, 4); }
-  if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt;
-  if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl;
-  c.ylay = U(0, 2) ? int(U(0, 1)) : int(U(0, 6));
-  c.wlay = int(U(0, 2));
-  c.xlay = int(U(0, 1));
-  c.xpitch = U(0, 4) == 0 ? int(U(1, 5)) : 0;
-  for (int k = 0; k < 8; ++k) c.plan[k] = kStridedPlan[k];
-  return c;
-}
-
 // Random strided layers: strides 1-4 per axis (not both 1), kernels 1x1-9x9 and the compiled
 // 3x3/2, 5x5/2, 7x7/2, 2x2/2, 4x4/4, padding also negative, any output / filter layout, input
-// pitch, M % 4 != 0.
-static Case random_strided_case(std::mt19937_64& rng, int i) {
+// pitch, M % 4 != 0. few: 2 <= C <= 7 on the few-channel instances (those and 3x3/1, S8), the
+// input planes or channels last. (The C = 1 draws are the same with or without the few ones.)
+static Case random_strided_case(std::mt19937_64& rng, int i, bool few = false) {
   auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
   Case c{};
-  c.name = "strided" + std::to_string(i);
-  static const long long fixed[][2] = {{3, 2}, {5, 2}, {7, 2}, {2, 2}, {4, 4}};
-  if (i % 2 == 0) { c.KH = c.KW = fixed[(i / 2) % 5][0]; c.sh = c.sw = fixed[(i / 2) % 5][1]; }
+  c.name = (few ? "few" : "strided") + std::to_string(i);
+  static const long long fixed[][2] = {{3, 2}, {5, 2}, {7, 2}, {2, 2}, {4, 4}, {3, 1}};
+  if (few) { c.C = U(2, 7); c.KH = c.KW = fixed[i % 6][0]; c.sh = c.sw = fixed[i % 6][1]; }
+  else if (i % 2 == 0) { c.KH = c.KW = fixed[(i / 2) % 5][0]; c.sh = c.sw = fixed[(i / 2) % 5][1]; }
   else { c.KH = U(1, 9); c.KW = U(1, 9); c.sh = U(1, 4); c.sw = U(1, 4); if (c.sh == 1 && c.sw == 1) c.sw = 2; }
-  c.H = U(0, 3) ? U(1, 90) : U(100, 400); c.W = U(0, 3) ? U(1, 90) : U(100, 400);
+  const long long big = few ? 300 : 400;
+  c.H = U(0, 3) ? U(1, 90) : U(100, big); c.W = U(0, 3) ? U(1, 90) : U(100, big);
   c.M = U(0, 1) ? 4 * U(1, 40) : U(1, 200);
-  c.N = c.H * c.W * c.M > 4000000 ? 1 : U(1, 8);
+  c.N = c.H * c.W * c.M > (few ? 2000000 : 4000000) ? 1 : U(1, few ? 4 : 8);
   if (U(0, 1)) { c.pt = U(-2, 4); c.pb = U(-2, 4); c.pl = U(-2, 4); c.pr = U(-2, 4); }
   if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt;
   if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl;
   c.ylay = U(0, 2) ? int(U(0, 1)) : int(U(0, 6));
   c.wlay = int(U(0, 2));
+  if (few) c.xlay = int(U(0, 1));
   c.xpitch = U(0, 4) == 0 ? int(U(1, 5)) : 0;
   for (int k = 0; k < 8; ++k) c.plan[k] = kStridedPlan[k];
   return c;
@@ -702,7 +683,7 @@ int main(int argc, char** argv) {
     Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
     Case sb = strided_same(2, 20, 20000, 3, 2, 1); sb.name = "strided 157 slabs nhwc 3x3/2";
     cases.push_back(sa); cases.push_back(sb);
-    for (int i = 0; i < 60; ++i) cases.push_back(random_few_case(rng, i));
+    for (int i = 0; i < 60; ++i) cases.push_back(random_strided_case(rng, i, true));
     int nplan_bad = 0;
     for (auto& c : planned) { cases.push_back(c); nplan_bad += !launch_is_plan(c, prop.multiProcessorCount); }
     if (plans_path)
