@@ -170,7 +170,8 @@ __device__ __forceinline__ void accumulate_channel(const STArgs& a, const float*
 #pragma unroll
     for (int kh = 0; kh < KT; ++kh) {
       const int cur = kPrefetch ? kh & 1 : 0;
-      if (kPrefetch && kh + 1 < KT) load_row(kh + 1, ih0 + kh + 1 >= 0 && ih0 + kh + 1 < a.H, v[(kh + 1) & 1]);
+      if (kPrefetch && kh + 1 < KT)
+        load_row(kh + 1, ih0 + kh + 1 >= 0 && ih0 + kh + 1 < a.H, v[(kh + 1) & 1]);
       const int ih = ih0 + kh;
       if (ih < 0 || ih >= a.H) continue;
       if (!kPrefetch) load_row(kh, true, v[0]);
@@ -405,7 +406,8 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.x_sn = p.x_sn; a.x_sc = p.x_sc; a.x_sh = p.x_sh; a.x_sw = p.x_sw;
   a.w_so = p.w_so; a.w_si = p.w_si; a.w_sh = p.w_sh; a.w_sw = p.w_sw;
   a.y_sn = p.y_sn; a.y_sc = p.y_sc; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
-  a.C = int(p.C); a.H = int(p.H); a.W = int(p.W); a.OH = int(p.OH); a.OW = int(p.OW); a.M = int(p.M);
+  a.C = int(p.C); a.H = int(p.H); a.W = int(p.W); a.OH = int(p.OH); a.OW = int(p.OW);
+  a.M = int(p.M);
   a.KH = int(p.KH); a.KW = int(p.KW); a.SH = int(p.stride_h); a.SW = int(p.stride_w);
   a.pad_top = int(p.pad_top); a.pad_left = int(p.pad_left);
   a.MB = slab_filters(p);
@@ -427,8 +429,9 @@ cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, c
   a.fd_b = FastDiv(uint32_t(a.CW));
   a.fd_c = FastDiv(uint32_t(p.OH));
   a.fd_d = FastDiv(uint32_t(a.GM / a.G4));
-  if (order == kFilters && tm == 8) return dispatch_channels<kFilters, 8>(a, p, dev, x, w, y, stream);
-  if (order == kFilters) return dispatch_channels<kFilters, 4>(a, p, dev, x, w, y, stream);
+  if (order == kFilters)
+    return tm == 8 ? dispatch_channels<kFilters, 8>(a, p, dev, x, w, y, stream)
+                   : dispatch_channels<kFilters, 4>(a, p, dev, x, w, y, stream);
   if (tm == 8) return dispatch_channels<kColumns, 8>(a, p, dev, x, w, y, stream);
   return dispatch_channels<kColumns, 4>(a, p, dev, x, w, y, stream);
 }
