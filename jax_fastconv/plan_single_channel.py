@@ -74,8 +74,9 @@ S7. Strides (beyond the paper, whose section 3.1 is stride 1): the staged kernel
     shared memory (MB the smallest power of two >= M, at most 128, halved until the slab's
     weights fit 48 KB: `strided_filters`), each thread 4 (NHWC-like outputs) or 8 (others:
     `strided_filters_per_thread`) filters x 4 output columns of one row from a window read
-    with __ldg (the input is M s_h s_w times smaller than the output:
-    the output stores bound these layers as they do the stride-1 ones). Layers the kernel's
+    with __ldg (the input is M s_h s_w times smaller than the output: the output stores bound
+    most of these layers as they do the stride-1 ones, the FMAs the 7x7/2 and 5x5/2 ones; the
+    plan names the larger floor, `byte_floor_us` or `FMA_floor_us`). Layers the kernel's
     index range does not cover (`strided_supported`) run the direct kernel's plan (lax).
 S8. Few channels (beyond the paper): with 1 < C < 8 the multi-channel kernel's S = 32 B
     segments along C (its minimum, sec 3.2) would be mostly padding (measured 0.39-0.50x lax
@@ -503,13 +504,20 @@ def strided_plan(spec, hw, lat):
     MB = strided_filters(M, KH, KW, C)
     TM = strided_filters_per_thread(spec, MB, hw.sm_count)
     items = strided_items(spec, MB, TM)
+    # The two floors of the layer on this hardware (the bench's roofline, from the model's
+    # numbers): its minimal bytes at the bandwidth, its FMAs at one per FP32 core per clock.
+    fmas = N * M * OH * OW * C * KH * KW
+    byte_floor_us = 1e6 * spec.min_bytes / hw.bandwidth_bytes_per_s
+    fma_floor_us = 1e6 * fmas / (hw.sm_count * hw.cores_per_sm * hw.fma_per_core_per_clock
+                                 * hw.clock_hz)
     q = list(lat.items()) + [
         ("rule", "strided (S7)" if C == 1 else "few channels (S8)"), ("division", 4),
         ("mode", "strided"),
         ("filters_per_block", MB), ("filter_slabs", _cdiv(M, MB)), ("threads_per_block", 256),
         ("shared_bytes_per_block", 4 * C * KH * KW * MB),
         ("filters_per_thread", TM), ("work_items", items * _cdiv(M, MB)),
-        ("FMA_per_item", C * KH * KW * TM * 4)]
+        ("FMA_per_item", C * KH * KW * TM * 4),
+        ("byte_floor_us", round(byte_floor_us, 2)), ("FMA_floor_us", round(fma_floor_us, 2))]
     attrs = (METHOD_IDS["single_channel"],) + STRIDED_ATTRS
     if C == 1:
         what = f"C == 1, stride {stride} (S7, beyond sec 3.1's stride 1)"
@@ -519,9 +527,11 @@ def strided_plan(spec, hw, lat):
                 f"computation runs per channel, summed in registers)")
     why = (f"{what}: the strided kernel: slabs of MB = {MB} filters with their "
            f"{C}x{KH}x{KW} weights in shared memory ({4 * C * KH * KW * MB} B), each thread "
-           f"{TM} filters x 4 output columns of a row from a window read through L1; bound by "
-           f"the output's {4 * N * M * OH * OW} B of stores or its {C * KH * KW} FMAs per "
-           f"output")
+           f"{TM} filters x 4 output columns of a row from a window read through L1; "
+           + (f"bound by its {C * KH * KW} FMAs per output ({fma_floor_us:.3g} us here, the "
+              f"bytes {byte_floor_us:.3g} us)" if fma_floor_us > byte_floor_us else
+              f"bound by the output's {4 * N * M * OH * OW} B of stores ({byte_floor_us:.3g} us "
+              f"here, the FMAs {fma_floor_us:.3g} us)"))
     return Plan("single_channel", why, hw.name, tuple(q), attrs)
 
 

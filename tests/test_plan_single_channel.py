@@ -372,6 +372,14 @@ def test_few_channel_layers_plan_the_strided_kernel(preset, N, C, H, M, K, strid
     tm = plan["filters_per_thread"]
     assert tm == ps.strided_filters_per_thread(spec, mb, hw.sm_count)
     assert plan["FMA_per_item"] == C * K * K * tm * 4
+    # the bound it names is the larger of the two floors on this hardware's numbers
+    fma_us = spec.flops / 2 / (hw.sm_count * hw.cores_per_sm * hw.fma_per_core_per_clock
+                               * hw.clock_hz) * 1e6
+    assert plan["FMA_floor_us"] == pytest.approx(fma_us, abs=0.01)
+    assert plan["byte_floor_us"] == pytest.approx(spec.min_bytes / hw.bandwidth_bytes_per_s * 1e6,
+                                                  abs=0.01)
+    assert (f"bound by its {C * K * K} FMAs per output" in plan.reason) == (
+        plan["FMA_floor_us"] > plan["byte_floor_us"])
     r = pl.division_ranges(spec, plan)
     assert r["c"] == ((0, C),)
     assert_partition(r["m"], M)
@@ -387,6 +395,20 @@ def test_few_channel_layers_without_a_compiled_instance_run_lax(C, K, KW, stride
     plan = pl.make_plan(spec, hwm.PRESETS["h100"])
     assert plan.method == "direct" and "no compiled instance" in plan.reason
     assert f"C = {C}, stride {stride}" in plan.reason
+
+
+def test_strided_plans_name_the_larger_floor():
+    """The RGB stem at batch 32 is bound by its 147 FMAs per output on an H100; a C = 1 3x3/2
+    layer by its output's stores."""
+    from jax_fastconv import planner as pl
+    hw = hwm.PRESETS["h100"]
+    stem = pl.make_plan(spec_from_logical(32, 3, 224, 224, 64, 7, 7, stride=(2, 2),
+                                          padding="SAME", layout="NHWC"), hw)
+    assert stem["FMA_floor_us"] > 2 * stem["byte_floor_us"]
+    assert "bound by its 147 FMAs per output" in stem.reason
+    gray = pl.make_plan(scs(32, 1024, 32, 3, (2, 2)), hw)
+    assert gray["byte_floor_us"] > 2 * gray["FMA_floor_us"]
+    assert f"bound by the output's {4 * 32 * 32 * 512 * 512} B of stores" in gray.reason
 
 
 def test_strided_kernel_limits_and_attrs():
