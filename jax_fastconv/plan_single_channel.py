@@ -135,11 +135,10 @@ STRIDED_MB_MAX = 128
 STRIDED_SHARED_FLOATS = 48 * 1024 // 4
 
 
-# The strided kernel's compiled instances, (kernel size, stride) of square layers (dispatch in
-# cuda/single_channel_strided.cu); other layers run its generic instance (runtime loops, four
-# loads per tap). 3x3 at stride 1 exists for C > 1 only (C = 1 is the staged kernel's there).
-STRIDED_INSTANCES = ((3, 2), (5, 2), (7, 2), (2, 2), (4, 4))
-FEW_CHANNEL_INSTANCES = STRIDED_INSTANCES + ((3, 1),)
+# The strided kernel's compiled instances for C > 1, (kernel size, stride) of square layers
+# (dispatch in cuda/single_channel_strided.cu; 3x3/1 for C > 1 only, C = 1 is the staged
+# kernel's there); other layers run its generic instance (runtime loops, four loads per tap).
+FEW_CHANNEL_INSTANCES = ((3, 2), (5, 2), (7, 2), (2, 2), (4, 4), (3, 1))
 
 
 def few_channel_instance(spec) -> bool:
@@ -506,10 +505,9 @@ def strided_plan(spec, hw, lat):
     items = strided_items(spec, MB, TM)
     # The two floors of the layer on this hardware (the bench's roofline, from the model's
     # numbers): its minimal bytes at the bandwidth, its FMAs at one per FP32 core per clock.
-    fmas = N * M * OH * OW * C * KH * KW
     byte_floor_us = 1e6 * spec.min_bytes / hw.bandwidth_bytes_per_s
-    fma_floor_us = 1e6 * fmas / (hw.sm_count * hw.cores_per_sm * hw.fma_per_core_per_clock
-                                 * hw.clock_hz)
+    fma_floor_us = 1e6 * spec.flops / 2 / (hw.sm_count * hw.cores_per_sm
+                                           * hw.fma_per_core_per_clock * hw.clock_hz)
     q = list(lat.items()) + [
         ("rule", "strided (S7)" if C == 1 else "few channels (S8)"), ("division", 4),
         ("mode", "strided"),
