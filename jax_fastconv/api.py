@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import _ffi, autotune, hardware as hw_mod, plan_single_channel, planner
+from . import _ffi, autotune, hardware as hw_mod, patch_gemm, plan_single_channel, planner
 from .primitive import conv_p
 from .spec import ConvSpec, normalize
 
@@ -25,7 +25,7 @@ FORCE_DIRECT_ENV = "JAX_FASTCONV_FORCE_DIRECT"
 
 @dataclasses.dataclass(frozen=True)
 class Explanation:
-    path: str              # "fastconv-cuda" | "fastconv-cpu" | "lax"
+    path: str              # "fastconv-cuda" | "fastconv-cpu" | "gemm" | "lax"
     reason: str            # why this path
     spec: ConvSpec
     plan: Any              # planner.Plan (the plan for the target device; None if not planned)
@@ -94,6 +94,12 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
     if platform == "cpu":
         return Explanation("fastconv-cpu", "CPU: the C++ direct convolution (custom call)", spec, plan)
     if plan.method == "direct" and os.environ.get(FORCE_DIRECT_ENV, "") not in ("1", "true"):
+        if patch_gemm.uncovered_reason(spec) is None:
+            return Explanation("gemm", f"patchify (stride = kernel size, windows inside the "
+                               f"map): one GEMM at float32 precision (XLA's dot, HIGHEST), "
+                               f"since no paper kernel covers it ({plan.reason}) and cuDNN's "
+                               f"direct algorithms run it far from the FMA floor (set "
+                               f"{FORCE_DIRECT_ENV}=1 for the plain direct kernel)", spec, plan)
         return Explanation("lax", f"no paper kernel covers this case on the GPU ({plan.reason}); "
                            f"lax beats the plain direct kernel (set {FORCE_DIRECT_ENV}=1 to force it)",
                            spec, plan)
@@ -133,7 +139,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     """Drop-in for `jax.lax.conv_general_dilated` (same signature, same result).
 
     2-D float32 convolutions run jax_fastconv's kernels (the C++ direct convolution on the
-    CPU, the paper's kernels on the GPU); everything else goes to lax. `explain()` says which.
+    CPU, the paper's kernels on the GPU); on the GPU, patchify convolutions that no kernel
+    covers run as one GEMM (patch_gemm.py); everything else goes to lax. `explain()` says which.
     """
     lhs = jnp.asarray(lhs)
     rhs = jnp.asarray(rhs)
@@ -141,6 +148,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                            dimension_numbers, feature_group_count, batch_group_count,
                            preferred_element_type)
     decision = _decide(spec, out_sharding)
+    if decision.path == "gemm":
+        return patch_gemm.conv(lhs, rhs, spec)
     if decision.path == "lax":
         if decision.measured is not None:   # chosen by timing: keep float32 accuracy
             precision = lax.Precision.HIGHEST

@@ -294,6 +294,8 @@ def _explain_case(explain, case: Case, spec) -> dict:
             autotune["plan_us"], autotune["plan"] = rec["plan_us"], rec["chosen"]
     if path == "lax":
         method = "lax-autotuned" if measured is not None else "lax-fallback"
+    elif path == "gemm":
+        method = "patch-gemm"
     desc = None
     if plan is not None and hasattr(plan, "describe"):
         try:

@@ -141,6 +141,20 @@ STRIDED_SHARED_FLOATS = 48 * 1024 // 4
 FEW_CHANNEL_INSTANCES = ((3, 2), (5, 2), (7, 2), (2, 2), (4, 4), (3, 1))
 
 
+# C = 1 patchify layers with at least this many taps leave the strided kernel's generic
+# instance for the patch GEMM (measured from 7x7/7 up; 3x3/3 and 5x5/5 not measured).
+PATCH_GEMM_MIN_TAPS = 49
+
+
+def generic_patchify(spec) -> bool:
+    """A patchify layer (patch_gemm covers it) of >= PATCH_GEMM_MIN_TAPS taps that only the
+    strided kernel's generic instance would run."""
+    from . import patch_gemm
+    d = spec.dims
+    return (d["KH"] * d["KW"] >= PATCH_GEMM_MIN_TAPS and not few_channel_instance(spec)
+            and patch_gemm.uncovered_reason(spec) is None)
+
+
 def few_channel_instance(spec) -> bool:
     """Whether a layer of 1 < C < 8 channels has a compiled instance of the strided kernel
     (S8 plans only those: the generic instance measured 0.31-0.58x lax HIGHEST on ViT-B/16's
@@ -498,6 +512,10 @@ def strided_plan(spec, hw, lat):
                    f"strided kernel for C > 1 (its generic one measured 0.31-0.58x lax HIGHEST "
                    f"on ViT-B/16's 16x16/16 patchify stem, H100); compiled: "
                    + ", ".join(f"{k}x{k}/{st}" for k, st in FEW_CHANNEL_INSTANCES))
+    if why_not is None and C == 1 and generic_patchify(spec):
+        why_not = (f"a {KH}x{KW} patchify layer (stride = kernel size) would run the strided "
+                   f"kernel's generic instance, which measured 2.1-3.8x the time of the patch "
+                   f"GEMM on 7x7/7 to 16x16/16 layers (b1, H100)")
     if why_not is not None:
         return _direct(hw, f"C = {C}, stride {stride}: {why_not}", lat)
     MB = strided_filters(M, KH, KW, C)

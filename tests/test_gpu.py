@@ -70,8 +70,11 @@ def _check(cfg, *, forced=False):
         # any C: a paper kernel (or its strided kernel); forced: the direct kernel.
         assert ex.path == "fastconv-cuda", f"{cfg.id}: {ex.path}: {ex.reason}"
     else:
-        assert ex.path in ("fastconv-cuda", "lax"), ex.path
-    if ex.path == "fastconv-cuda":
+        assert ex.path in ("fastconv-cuda", "gemm", "lax"), ex.path
+    if ex.path == "gemm":   # patchify, no kernel: one GEMM at HIGHEST (patch_gemm.py)
+        out, text = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_fast=False)
+        assert "stablehlo.dot_general" in text and "stablehlo.convolution" not in text
+    elif ex.path == "fastconv-cuda":
         expected = (("single_channel" if cfg.c < MC_MIN_CHANNELS else "multi_channel") if paper
                     else "direct")
         assert ex.plan.method == expected, f"{cfg.id}: method {ex.plan.method}"
@@ -434,12 +437,45 @@ def test_explain_plans_for_the_device():
     assert ex.plan["mode"] == "strided" and "S8" in ex.reason
 
 
-def test_few_channels_without_a_compiled_instance_run_lax_and_say_why():
+def test_few_channels_without_a_compiled_instance_say_why():
     """ViT-B/16's 16x16/16 patchify stem (C = 3): the strided kernel's generic instance lost to
-    lax, so the plan falls back and explain() says why."""
+    lax, so no kernel is planned; being patchify, it runs as one GEMM. The same kernel at
+    stride 8 (overlapping windows) runs lax. explain() says why for both."""
     ex = fc.explain((1, 3, 224, 224), (768, 3, 16, 16), (16, 16), "VALID")
+    assert ex.plan.method == "direct" and ex.path == "gemm"
+    assert "no compiled instance" in ex.reason and "16x16" in ex.reason and "GEMM" in ex.reason
+    ex = fc.explain((1, 3, 224, 224), (768, 3, 16, 16), (8, 8), "VALID")
     assert ex.plan.method == "direct" and ex.path == "lax"
-    assert "no compiled instance" in ex.reason and "16x16" in ex.reason
+    assert "no compiled instance" in ex.reason and FORCE_DIRECT_ENV in ex.reason
+
+
+# Patchify layers (stride = kernel size) that no kernel covers: the GEMM (patch_gemm.py), on the
+# device, against lax HIGHEST. ViT-B/16 / L/14 / B/32 stems (32x32 x 3 channels exceeds the
+# strided kernel's 48 KB slab), a 3x3/3 of 5 channels with SAME (no padding needed), a
+# non-square 2x4/(2, 4) of 7 channels, odd maps (cropped), the layout permutations.
+PATCHIFY = [
+    ConvConfig(1, 3, 768, 224, 224, 16, 16, (16, 16), "VALID", "NHWC", 6501),
+    ConvConfig(2, 3, 768, 224, 224, 16, 16, (16, 16), "VALID", "NCHW", 6502),
+    ConvConfig(3, 3, 1024, 224, 224, 14, 14, (14, 14), "VALID", "NHWC", 6503),
+    ConvConfig(2, 3, 768, 224, 224, 32, 32, (32, 32), "VALID", "NCHW", 6504),
+    ConvConfig(4, 5, 40, 33, 30, 3, 3, (3, 3), "SAME", "NHWC-OIHW-NCHW", 6505),
+    ConvConfig(2, 7, 24, 37, 45, 2, 4, (2, 4), "VALID", "CHWN-HWIO-NHWC", 6506),
+    ConvConfig(5, 3, 64, 70, 67, 16, 16, (16, 16), "VALID", "HWCN-OHWI-CNHW", 6507),
+    # C = 1 of >= 49 taps (the strided kernel's generic instance is not planned there)
+    ConvConfig(2, 1, 384, 224, 224, 16, 16, (16, 16), "VALID", "NCHW", 6508),
+    ConvConfig(32, 1, 64, 28, 28, 7, 7, (7, 7), "VALID", "NHWC", 6509),
+]
+
+
+@pytest.mark.parametrize("cfg", PATCHIFY, ids=lambda c: c.id)
+def test_patchify_gemm_vs_lax(cfg):
+    ex = cfg.explain()
+    assert ex.path == "gemm", str(ex)
+    x, w = cfg.arrays()
+    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_fast=False)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
+    again, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_fast=False)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(again))
 
 
 def test_few_channels_past_the_slab_run_lax_and_say_why():
