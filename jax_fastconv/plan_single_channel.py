@@ -515,7 +515,7 @@ def strided_plan(spec, hw, lat):
     if why_not is None and C == 1 and generic_patchify(spec):
         why_not = (f"a {KH}x{KW} patchify layer (stride = kernel size) would run the strided "
                    f"kernel's generic instance, which measured 2.1-3.8x the time of the patch "
-                   f"GEMM on 7x7/7 to 16x16/16 layers (b1, H100)")
+                   f"GEMM on 7x7/7 to 16x16/16 layers (b1 NHWC, H100)")
     if why_not is not None:
         return _direct(hw, f"C = {C}, stride {stride}: {why_not}", lat)
     MB = strided_filters(M, KH, KW, C)

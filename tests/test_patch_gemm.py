@@ -147,3 +147,19 @@ def test_force_direct_still_forces_the_direct_kernel(pretend_cuda, monkeypatch):
 def test_uncovered_non_patchify_still_falls_back_to_lax(pretend_cuda):
     ex = fc.explain((1, 3, 224, 224), (768, 3, 16, 16), (8, 8), "VALID")   # overlapping windows
     assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
+
+
+def test_patchify_bench_set_runs_what_its_description_says(pretend_cuda):
+    """benchmarks/layers.json 'patchify': the ViT stems and the C = 1 patch embeddings run the
+    GEMM, the two layers with strided instances (contrast cases) run the kernel."""
+    from jax_fastconv import bench
+    sets = bench.load_sets()
+    paths = {}
+    for case in bench.expand_set(sets, "patchify", layouts=("NHWC", "NCHW")):
+        spec = case.spec()
+        ex = fc.explain(spec.lhs_shape, spec.rhs_shape, case.stride, case.padding,
+                        dimension_numbers=spec.layouts)
+        paths.setdefault(case.name, set()).add(ex.path)
+    kernel = {"convnext-stem4x4/4", "c1-patch4x4/4"}
+    assert paths == {n: {"fastconv-cuda"} if n in kernel else {"gemm"} for n in paths}
+    assert len(paths) == 7
