@@ -110,14 +110,17 @@ def jit_checked(f, *args, target: str = CPU_TARGET, expect_calls: int | None = N
     return lowered.compile()(*args), text
 
 
-def assert_matches_lax_twice(f, cfg, target: str):
-    """f(x, w) on cfg's random arrays: one custom call, lax HIGHEST's answer, and the same bits
-    when run again (deterministic kernels, split sums in fixed order)."""
+def assert_matches_lax_twice(f, cfg, target: str, *, expect_fast: bool = True):
+    """f(x, w) on cfg's random arrays: one custom call (none: `expect_fast=False`), lax
+    HIGHEST's answer, and the same bits when run again (deterministic kernels, split sums in
+    fixed order). Returns the lowered text."""
     x, w = cfg.arrays()
-    out, _ = jit_checked(f, x, w, target=target, expect_calls=1)
+    calls = dict(expect_calls=1) if expect_fast else dict(expect_fast=False)
+    out, text = jit_checked(f, x, w, target=target, **calls)
     assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
-    again, _ = jit_checked(f, x, w, target=target, expect_calls=1)
+    again, _ = jit_checked(f, x, w, target=target, **calls)
     np.testing.assert_array_equal(np.asarray(out), np.asarray(again))
+    return text
 
 
 # -- layouts and random configurations -----------------------------------------------------
