@@ -857,7 +857,13 @@ def _cmd_plan(args) -> int:
     hw = resolve_hardware(args.hardware)
     print(f"convolution: {spec.describe()}")
     print(f"device: {hw.summary() if hw is not None else 'none (no CUDA device)'}")
-    print(make_plan(spec, hw).describe())
+    plan = make_plan(spec, hw)
+    print(plan.describe())
+    if plan.method == "direct" and hw is not None:   # what the GPU then runs (api._decide)
+        from . import patch_gemm
+        gemm = patch_gemm.uncovered_reason(spec) is None
+        print("runs: " + ("the patch GEMM (patchify layer: jax_fastconv/patch_gemm.py)" if gemm
+                          else "lax (the direct kernel only with JAX_FASTCONV_FORCE_DIRECT=1)"))
     return 0
 
 

@@ -635,6 +635,15 @@ def test_cli_plan(capsys):
                      "--filters", "4,2,3,3"]) == 2
 
 
+@pytest.mark.parametrize("stride,runs", [("16,16", "the patch GEMM"), ("8,8", "lax")])
+def test_cli_plan_says_what_runs_without_a_kernel(capsys, stride, runs):
+    """ViT-B/16's stem has no kernel: patchify -> the patch GEMM, overlapping windows -> lax."""
+    rc = _run_cli(["plan", "--hardware", "h100", "--input", "1,3,224,224",
+                   "--filters", "768,3,16,16", "--stride", stride])
+    out = capsys.readouterr().out
+    assert rc == 0 and "method: direct" in out and f"runs: {runs}" in out
+
+
 def test_cli_calibrate_without_extension(capsys, monkeypatch):
     monkeypatch.setattr(hwm, "_extension", lambda: None)
     monkeypatch.setattr(pl, "run_calibration", hwm.run_calibration)
