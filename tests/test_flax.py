@@ -149,3 +149,30 @@ def test_nnx_train_step_matches():
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
     assert losses[0][-1] < losses[0][0]
     assert_close(models[0].kernel[...], models[1].kernel[...], rtol=1e-5)
+
+
+def test_linen_vit_patch_embedding_runs_the_patch_gemm_on_the_gpu(monkeypatch):
+    """A ViT patch embedding (nn.Conv, kernel = stride = 8, VALID, RGB) planned for an H100 and
+    lowered here: the patch GEMM (a dot_general, no convolution, no custom call), with plain
+    Flax's outputs and gradients at HIGHEST."""
+    from jax_fastconv import _ffi, api
+    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
+    monkeypatch.setattr(_ffi, "cuda_module", object())
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h100")
+    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+    rng = np.random.default_rng(11)
+    x = randn(rng, (2, 32, 40, 3))
+    common = dict(features=24, kernel_size=(8, 8), strides=(8, 8), padding="VALID",
+                  bias_init=NORMAL)
+    ours = nn.Conv(**common, conv_general_dilated=fc.conv_general_dilated)
+    plain = nn.Conv(**common, precision=HIGHEST)
+    params = plain.init(jax.random.key(4), x)
+    text = jax.jit(ours.apply).trace(params, x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "stablehlo.dot_general" in text and "stablehlo.convolution" not in text
+    assert "custom_call" not in text
+    assert_close(jax.jit(ours.apply)(params, x), plain.apply(params, x), what="linen forward")
+    t = randn(rng, (2, 4, 5, 24))
+    loss = lambda apply: (lambda p, x: jnp.sum(apply(p, x) * t))
+    g_ours = jax.jit(jax.grad(loss(ours.apply), argnums=(0, 1)))(params, x)
+    g_ref = jax.grad(loss(plain.apply), argnums=(0, 1))(params, x)
+    assert_trees_close(g_ours, g_ref, what="linen grad")
