@@ -546,8 +546,9 @@ def strided_plan(spec, hw, lat):
            f"{TM} filters x 4 output columns of a row from a window read through L1; "
            + (f"bound by its {C * KH * KW} FMAs per output ({fma_floor_us:.3g} us here, the "
               f"bytes {byte_floor_us:.3g} us)" if fma_floor_us > byte_floor_us else
-              f"bound by the output's {4 * N * M * OH * OW} B of stores ({byte_floor_us:.3g} us "
-              f"here, the FMAs {fma_floor_us:.3g} us)"))
+              f"bound by its {spec.min_bytes} B of traffic, the output's "
+              f"{4 * N * M * OH * OW} B of stores the most ({byte_floor_us:.3g} us here, the "
+              f"FMAs {fma_floor_us:.3g} us)"))
     return Plan("single_channel", why, hw.name, tuple(q), attrs)
 
 
