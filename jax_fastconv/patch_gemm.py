@@ -2,10 +2,11 @@
 
 Where the windows tile the map without overlap (ViT's 16x16/16 stem and its kin), the
 convolution is a matrix product: [N x OH x OW, C x KH x KW] patches times [C x KH x KW, M]
-filters. No kernel of ours covers these when 1 < C < 8 and the kernel is large (the strided
-kernel's generic instance ran 0.31-0.58x lax HIGHEST on ViT-B/16's stem), and cuDNN's direct
-algorithms are far from the FMA floor there; XLA's dot at HIGHEST (cuBLAS SGEMM) is not
-(H100, b32 ViT-B/16 stem: 198 us against lax HIGHEST's 608 us, notes/patch_gemm.md).
+filters. The GPU runs this where no kernel of ours is planned (api._decide: a direct plan):
+1 < C < 8 without a compiled strided instance (its generic one ran 0.31-0.58x lax HIGHEST on
+ViT-B/16's stem) and C = 1 layers of >= 49 taps (plan_single_channel.generic_patchify). cuDNN's
+direct algorithms are far from the FMA floor there; XLA's dot at HIGHEST (cuBLAS SGEMM) is not
+(H100, b32 ViT-B/16 stem: 198 us against lax HIGHEST's 608 us, benchmarks/notes/patch_gemm.md).
 
 `conv` is pure JAX (a crop, a reshape that splits each spatial axis into (patch, offset) in
 place, one einsum), so jit, vmap and grad need no rules of their own.
