@@ -8,8 +8,9 @@ import jax.numpy as jnp
 from jax import lax
 
 import jax_fastconv as fc
-from _helpers import (CPU_TARGET, EDGE_CONFIGS, HIGHEST, assert_close, count_custom_calls,
-                      jit_checked, lowered_text, random_configs, randn, ref_conv, rel_err)
+from _helpers import (CPU_TARGET, EDGE_CONFIGS, HIGHEST, ConvConfig, assert_close,
+                      count_custom_calls, jit_checked, lowered_text, random_configs, randn,
+                      ref_conv, rel_err)
 
 # >= 200 seeded random configurations, in chunks (each config is its own test id, so a
 # failure names its shapes, stride, padding and layout).
@@ -61,6 +62,42 @@ def test_edge_vs_lax_jit(cfg):
 def test_edge_vs_lax_eager(cfg):
     """Eager (un-jitted) calls go through the primitive's impl."""
     _check_config(cfg, jit=False)
+
+
+# Over the CPU handler's 2^20 multiply-adds: its output rows spread over XLA's thread pool (the
+# random configurations above stay under it). Contiguous rows (NCHW, stride 1) and gathered
+# ones (NHWC, stride 2, permutations), negative padding, one output row per image.
+THREADED = [
+    ConvConfig(2, 16, 16, 32, 32, 3, 3, (1, 1), "SAME", "NCHW", 301),
+    ConvConfig(2, 16, 24, 33, 31, 3, 5, (2, 1), "SAME", "NHWC", 302),
+    ConvConfig(3, 8, 12, 40, 37, 5, 3, (2, 2), ((-1, 2), (3, -2)), "HWCN-OHWI-CNHW", 303),
+    ConvConfig(1, 64, 64, 20, 20, 1, 1, (1, 1), "VALID", "NCHW-HWIO-NHWC", 304),
+    ConvConfig(4, 32, 8, 3, 200, 3, 3, (1, 1), "VALID", "CHWN-HWIO-NHWC", 305),
+]
+
+
+@pytest.mark.parametrize("cfg", THREADED, ids=lambda c: c.id)
+def test_threaded_rows_vs_lax_and_same_bits(cfg):
+    out_elems = int(np.prod(cfg.out_shape()))
+    assert out_elems * cfg.c * cfg.kh * cfg.kw >= 1 << 20   # the threaded path
+    _check_config(cfg)
+    x, w = cfg.arrays()
+    f = jax.jit(lambda a, b: fc.conv_general_dilated(a, b, **cfg.kwargs()))
+    first = np.asarray(f(x, w))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(f(x, w)), first)
+
+
+def test_concurrent_threaded_calls_in_one_jit():
+    """Independent threaded convolutions in one jitted call (XLA may run them at once, each
+    waiting on the same pool): all finish, each with lax's answer."""
+    cfg = THREADED[0]
+    kw = cfg.kwargs()
+    xs = [cfg.arrays()[0] + i for i in range(4)]
+    w = cfg.arrays()[1]
+    f = jax.jit(lambda *a: [fc.conv_general_dilated(x, w, **kw) for x in a])
+    for out, x in zip(f(*xs), xs):
+        assert_close(out, ref_conv(x, w, **kw))
 
 
 def test_dimension_numbers_object_equals_strings():
