@@ -92,6 +92,18 @@ def count_custom_calls(text: str, target: str) -> int:
     return len(re.findall(r"custom_call\s*@" + re.escape(target) + r"\b", text))
 
 
+def pretend_cuda(monkeypatch, hardware: str, *, autotune: bool = False):
+    """Route `api._decide` as on a CUDA device planned for preset `hardware`, on this machine
+    (nothing runs on a GPU: lower with lowering_platforms=("cuda",) or run the paths without a
+    custom call). The autotuner stays off unless `autotune`."""
+    from jax_fastconv import api
+    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
+    monkeypatch.setattr(_ffi, "cuda_module", object())
+    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", hardware)
+    if not autotune:
+        monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+
+
 def jit_checked(f, *args, target: str = CPU_TARGET, expect_calls: int | None = None,
                 expect_fast: bool = True):
     """Lower jax.jit(f) once, assert the custom call is (or is not) there, compile and run.

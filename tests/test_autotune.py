@@ -11,9 +11,9 @@ import pytest
 import jax
 
 import jax_fastconv as fc
-from jax_fastconv import _ffi, api, autotune, planner
+from jax_fastconv import _ffi, autotune, planner
 from jax_fastconv.spec import normalize
-from _helpers import assert_close, randn, ref_conv
+from _helpers import assert_close, pretend_cuda, randn, ref_conv
 
 needs_cpu_module = pytest.mark.skipif(_ffi.cpu_module is None, reason="CPU extension not built")
 
@@ -95,9 +95,7 @@ def test_failed_measurement_keeps_the_kernel_and_is_not_stored(cache, monkeypatc
 @pytest.fixture
 def gpu_route(monkeypatch, cache):
     """Route _decide as on a GPU (preset H200 hardware), without running anything on one."""
-    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
-    monkeypatch.setattr(_ffi, "cuda_module", object())
-    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
+    pretend_cuda(monkeypatch, "h200", autotune=True)
     calls = []
 
     def route(choice):

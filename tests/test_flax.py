@@ -14,7 +14,7 @@ from flax import nnx  # noqa: E402
 
 import jax_fastconv as fc  # noqa: E402
 from _helpers import (CPU_TARGET, HIGHEST, assert_close, assert_trees_close,  # noqa: E402
-                      count_custom_calls, randn)
+                      count_custom_calls, pretend_cuda, randn)
 
 # (in_features, out_features, kernel_size, strides, padding, input spatial, batch)
 LAYERS = [
@@ -155,11 +155,7 @@ def test_linen_vit_patch_embedding_runs_the_patch_gemm_on_the_gpu(monkeypatch):
     """A ViT patch embedding (nn.Conv, kernel = stride = 8, VALID, RGB) planned for an H100 and
     lowered here: the patch GEMM (a dot_general, no convolution, no custom call), with plain
     Flax's outputs and gradients at HIGHEST."""
-    from jax_fastconv import _ffi, api
-    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
-    monkeypatch.setattr(_ffi, "cuda_module", object())
-    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h100")
-    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+    pretend_cuda(monkeypatch, "h100")
     rng = np.random.default_rng(11)
     x = randn(rng, (2, 32, 40, 3))
     common = dict(features=24, kernel_size=(8, 8), strides=(8, 8), padding="VALID",

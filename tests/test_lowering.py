@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 import jax_fastconv as fc
 from _helpers import (CPU_TARGET, CUDA_TARGET, ConvConfig, count_custom_calls, lowered_text,
-                      random_configs)
+                      pretend_cuda, random_configs)
 
 CONFIGS = [
     ConvConfig(2, 3, 4, 9, 7, 3, 3, (1, 1), "SAME", "NCHW", 1),
@@ -191,11 +191,7 @@ def test_cuda_graph_registration_is_the_default(monkeypatch, graphs, target):
 def test_cuda_lowering_carries_the_planned_workspace(monkeypatch, shapes, dn, ws):
     """The CUDA custom call has a second (workspace) result sized from the plan's filter
     staging (planner.workspace_elems); the function returns only the convolution."""
-    from jax_fastconv import _ffi, api
-    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
-    monkeypatch.setattr(_ffi, "cuda_module", object())
-    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
-    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+    pretend_cuda(monkeypatch, "h200")
     x = jnp.ones(shapes[0], jnp.float32)
     w = jnp.ones(shapes[1], jnp.float32)
     f = lambda a, b: fc.conv_general_dilated(a, b, (1, 1), "VALID", dimension_numbers=dn)
@@ -213,11 +209,7 @@ def test_cuda_lowering_carries_the_planned_workspace(monkeypatch, shapes, dn, ws
 def test_explain_names_the_filter_staging(monkeypatch, dn, C, HW, filters):
     """explain() says when the CUDA call copies OIHW filters to HWIO first, or reads them in
     place in their own reduction order (H200 plan)."""
-    from jax_fastconv import _ffi, api
-    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
-    monkeypatch.setattr(_ffi, "cuda_module", object())
-    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h200")
-    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+    pretend_cuda(monkeypatch, "h200")
     lhs = (1, C, HW, HW) if dn[0] == "NCHW" else (1, HW, HW, C)
     rhs = (C, C, 3, 3) if dn[1] == "OIHW" else (3, 3, C, C)
     e = fc.explain(lhs, rhs, (1, 1), "VALID", dimension_numbers=dn)

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 
 import jax_fastconv as fc
-from jax_fastconv import _ffi, api, patch_gemm
+from jax_fastconv import patch_gemm
 from jax_fastconv.api import FORCE_DIRECT_ENV
 from _helpers import (CUDA_TARGET, LAYOUTS, ConvConfig, assert_close, assert_trees_close,
-                      count_custom_calls, ref_conv)
+                      count_custom_calls, pretend_cuda, ref_conv)
 
 # stride == kernel size, every window inside the map
 COVERED = [
@@ -75,11 +75,8 @@ def test_uncovered_dilation_groups_dtype():
 # -- the GPU decision, lowered for a pretend CUDA device (H100 plans) -------------------------
 
 @pytest.fixture
-def pretend_cuda(monkeypatch):
-    monkeypatch.setattr(api, "_target_platform", lambda: "cuda")
-    monkeypatch.setattr(_ffi, "cuda_module", object())
-    monkeypatch.setenv("JAX_FASTCONV_HARDWARE", "h100")
-    monkeypatch.setenv("JAX_FASTCONV_AUTOTUNE", "0")
+def h100(monkeypatch):
+    pretend_cuda(monkeypatch, "h100")
     monkeypatch.delenv(FORCE_DIRECT_ENV, raising=False)
 
 
@@ -88,7 +85,7 @@ VIT = [ConvConfig(2, 3, 16, 64, 64, 16, 16, (16, 16), "VALID", lay, 40 + i)
 
 
 @pytest.mark.parametrize("cfg", VIT, ids=lambda c: c.id)
-def test_gpu_runs_uncovered_patchify_as_a_gemm(pretend_cuda, cfg):
+def test_gpu_runs_uncovered_patchify_as_a_gemm(h100, cfg):
     ex = cfg.explain()
     assert ex.path == "gemm" and ex.plan.method == "direct", str(ex)
     assert "patchify" in ex.reason and "no compiled instance" in ex.reason
@@ -100,7 +97,7 @@ def test_gpu_runs_uncovered_patchify_as_a_gemm(pretend_cuda, cfg):
     assert_close(jax.jit(f)(x, w), ref_conv(x, w, **cfg.kwargs()), what=cfg.id)
 
 
-def test_gemm_path_vmap_and_grad(pretend_cuda):
+def test_gemm_path_vmap_and_grad(h100):
     cfg = VIT[0]
     x, w = cfg.arrays()
     kw = cfg.kwargs()
@@ -114,7 +111,7 @@ def test_gemm_path_vmap_and_grad(pretend_cuda):
     assert_close(out, jax.vmap(lambda a: ref_conv(a, w, **kw))(xs), what="vmap")
 
 
-def test_kernels_keep_the_patchify_layers_they_cover(pretend_cuda):
+def test_kernels_keep_the_patchify_layers_they_cover(h100):
     """The ConvNeXt stem (4x4/4, C = 3) and C = 1 4x4/4 have compiled strided instances, C = 1
     5x5/5 (under PATCH_GEMM_MIN_TAPS) runs the generic one, C >= 8 the multi-channel kernel:
     the GEMM only takes what no kernel is planned for."""
@@ -125,7 +122,7 @@ def test_kernels_keep_the_patchify_layers_they_cover(pretend_cuda):
 
 
 @pytest.mark.parametrize("k", [7, 8, 16])
-def test_single_channel_patchify_on_the_generic_instance_runs_the_gemm(pretend_cuda, k):
+def test_single_channel_patchify_on_the_generic_instance_runs_the_gemm(h100, k):
     """C = 1 patchify layers of >= 49 taps: the strided kernel's generic instance measured
     2.1-3.8x the GEMM's time, so the plan is direct and the GEMM runs (windows inside the map);
     with a window in the padding, no GEMM: lax."""
@@ -138,18 +135,18 @@ def test_single_channel_patchify_on_the_generic_instance_runs_the_gemm(pretend_c
     assert ex.plan.method == "single_channel" and ex.path == "fastconv-cuda", str(ex)
 
 
-def test_force_direct_still_forces_the_direct_kernel(pretend_cuda, monkeypatch):
+def test_force_direct_still_forces_the_direct_kernel(h100, monkeypatch):
     monkeypatch.setenv(FORCE_DIRECT_ENV, "1")
     ex = VIT[0].explain()
     assert ex.path == "fastconv-cuda" and ex.plan.method == "direct"
 
 
-def test_uncovered_non_patchify_still_falls_back_to_lax(pretend_cuda):
+def test_uncovered_non_patchify_still_falls_back_to_lax(h100):
     ex = fc.explain((1, 3, 224, 224), (768, 3, 16, 16), (8, 8), "VALID")   # overlapping windows
     assert ex.path == "lax" and FORCE_DIRECT_ENV in ex.reason
 
 
-def test_patchify_bench_set_runs_what_its_description_says(pretend_cuda):
+def test_patchify_bench_set_runs_what_its_description_says(h100):
     """benchmarks/layers.json 'patchify': the ViT stems and the C = 1 patch embeddings run the
     GEMM, the two layers with strided instances (contrast cases) run the kernel."""
     from jax_fastconv import bench
