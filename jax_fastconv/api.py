@@ -94,7 +94,7 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
     if platform == "cpu":
         return Explanation("fastconv-cpu", "CPU: the C++ direct convolution (custom call)", spec, plan)
     if plan.method == "direct" and os.environ.get(FORCE_DIRECT_ENV, "") not in ("1", "true"):
-        if patch_gemm.uncovered_reason(spec) is None:
+        if patch_gemm.replaces(plan, spec):
             return Explanation("gemm", f"patchify (stride = kernel size, windows inside the "
                                f"map): one GEMM at float32 precision (XLA's dot, HIGHEST), "
                                f"since no paper kernel covers it ({plan.reason}) and cuDNN's "

@@ -47,6 +47,12 @@ def uncovered_reason(spec: ConvSpec) -> str | None:
     return None
 
 
+def replaces(plan, spec: ConvSpec) -> bool:
+    """Whether the GPU runs this GEMM for `spec` planned as `plan` (api._decide, the plan CLI):
+    no kernel is planned (method direct) and the GEMM computes the layer."""
+    return plan.method == "direct" and uncovered_reason(spec) is None
+
+
 def conv(lhs, rhs, spec: ConvSpec):
     """The convolution `spec` of lhs and rhs (any layouts) as one einsum at HIGHEST."""
     d = spec.dims

@@ -861,8 +861,8 @@ def _cmd_plan(args) -> int:
     print(plan.describe())
     if plan.method == "direct" and hw is not None:   # what the GPU then runs (api._decide)
         from . import patch_gemm
-        gemm = patch_gemm.uncovered_reason(spec) is None
-        print("runs: " + ("the patch GEMM (patchify layer: jax_fastconv/patch_gemm.py)" if gemm
+        print("runs: " + ("the patch GEMM (patchify layer: jax_fastconv/patch_gemm.py)"
+                          if patch_gemm.replaces(plan, spec)
                           else "lax (the direct kernel only with JAX_FASTCONV_FORCE_DIRECT=1)"))
     return 0
 
