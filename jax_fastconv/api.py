@@ -103,6 +103,17 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
         return Explanation("lax", f"no paper kernel covers this case on the GPU ({plan.reason}); "
                            f"lax beats the plain direct kernel (set {FORCE_DIRECT_ENV}=1 to force it)",
                            spec, plan)
+    measured = None
+    if hardware is None and autotune.enabled() and autotune.worth_measuring_gemm(spec, plan):
+        # A patchify layer that a kernel covers and the patch GEMM computes too: neither wins
+        # on every shape, so the first trace of a shape times both (autotune.choose_gemm).
+        measured = autotune.choose_gemm(spec, plan)
+        if not measured.use_kernel:
+            return Explanation("gemm", f"patchify (stride = kernel size, windows inside the "
+                               f"map): the patch GEMM at float32 precision (XLA's dot, "
+                               f"HIGHEST) was faster than the planned kernel: "
+                               f"{measured.describe()} (set {autotune.ENV}=0 to force the "
+                               f"kernel)", spec, plan, measured)
     if hardware is None and autotune.enabled() and autotune.worth_measuring(spec, plan):
         # The planner models our kernels only; cuDNN's FFT/Winograd algorithms can beat any
         # direct FP32 convolution, so the first trace of a shape times both (autotune.py).
@@ -119,7 +130,7 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
         if len(candidates) > 1:
             choice = autotune.choose_plan(spec, candidates)
             return Explanation("fastconv-cuda", choice.plan.reason, spec, choice.plan, choice)
-    return Explanation("fastconv-cuda", plan.reason, spec, plan)
+    return Explanation("fastconv-cuda", plan.reason, spec, plan, measured)
 
 
 def _normalize_args(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -140,7 +151,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
 
     2-D float32 convolutions run jax_fastconv's kernels (the C++ direct convolution on the
     CPU, the paper's kernels on the GPU); on the GPU, patchify convolutions that no kernel
-    covers run as one GEMM (patch_gemm.py); everything else goes to lax. `explain()` says which.
+    covers, or where the GEMM was measured faster, run as one GEMM (patch_gemm.py); everything
+    else goes to lax. `explain()` says which.
     """
     lhs = jnp.asarray(lhs)
     rhs = jnp.asarray(rhs)

@@ -21,6 +21,9 @@ timed and the faster one is used from then on:
   kernel won on every paper layer on the H200 (benchmarks/results/, 2026-11-21) or the layer is
   bound by the per-call host cost, and a measurement would cost seconds (XLA autotunes the lax
   convolution it compiles: 6-21 s per new shape measured) for nothing;
+* patchify layers (stride = kernel size, windows inside the map) that a kernel covers are
+  timed the same way against the patch GEMM (patch_gemm.py, ``choose_gemm``): neither won on
+  every ConvNeXt stem / downsampling shape on the H100 (benchmarks/notes/patch_gemm.md);
 * ``JAX_FASTCONV_AUTOTUNE=0`` turns it off (always the kernel, e.g. to test the kernels);
 * a lax choice keeps float32 accuracy: lax runs at ``Precision.HIGHEST`` whatever precision
   the caller passed (DEFAULT would be TF32 on Hopper).
@@ -78,24 +81,45 @@ BUDGET_BYTES = 1 << 30   # measure(): the R calls of one candidate
 PLAN_BUDGET_BYTES = 8 << 30
 
 
+# What the kernel is timed against: lax HIGHEST (choose), or the patch GEMM (choose_gemm).
+RIVAL_NAMES = {"lax": "lax HIGHEST", "gemm": "the patch GEMM"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Choice:
+    """The measured choice between the kernel and one rival: lax HIGHEST (lax_us) or, for
+    patchify layers, the patch GEMM (gemm_us); use_kernel says whether the kernel won."""
     use_kernel: bool
     kernel_us: float | None
     lax_us: float | None
     R: int = 0
     note: str = ""
+    gemm_us: float | None = None
+
+    @property
+    def rival(self) -> str:
+        return "gemm" if self.gemm_us is not None else "lax"
+
+    @property
+    def rival_us(self) -> float | None:
+        return self.gemm_us if self.gemm_us is not None else self.lax_us
 
     def describe(self) -> str:
-        if self.kernel_us is None or self.lax_us is None:
+        if self.kernel_us is None or self.rival_us is None:
             return f"not measured ({self.note})"
-        won = "kernel" if self.use_kernel else "lax HIGHEST"
-        return (f"measured on this device: kernel {self.kernel_us:.1f} us, lax HIGHEST "
-                f"{self.lax_us:.1f} us per call (R={self.R}) -> {won}")
+        name = RIVAL_NAMES[self.rival]
+        won = "kernel" if self.use_kernel else name
+        return (f"measured on this device: kernel {self.kernel_us:.1f} us, {name} "
+                f"{self.rival_us:.1f} us per call (R={self.R}) -> {won}")
 
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _on_gpu() -> bool:
+    import jax
+    return jax.default_backend() == "gpu"
 
 
 _lock = threading.Lock()
@@ -153,7 +177,7 @@ def _store(path: Path, key: str, value: dict) -> None:
 def _from_dict(d) -> Choice | None:
     try:
         return Choice(bool(d["use_kernel"]), d["kernel_us"], d["lax_us"], int(d.get("R", 0)),
-                      str(d.get("note", "")))
+                      str(d.get("note", "")), d.get("gemm_us"))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -180,11 +204,13 @@ def _compiled_loop(fn, xs, ws):
     return jax.jit(lambda xs, ws: tuple(fn(x, w) for x, w in zip(xs, ws))).lower(xs, ws).compile()
 
 
-def measure(spec, plan, *, rounds: int = ROUNDS, warmup: int = WARMUP,
+def measure(spec, plan, *, rival: str = "lax", rounds: int = ROUNDS, warmup: int = WARMUP,
             budget_bytes: int = BUDGET_BYTES) -> Choice:
-    """Time the kernel (this package's primitive with `plan`) and lax HIGHEST on the default
-    device; both get the same R distinct random inputs."""
+    """Time the kernel (this package's primitive with `plan`) and `rival` on the default
+    device: lax HIGHEST ("lax") or the patch GEMM ("gemm", patch_gemm.conv); both get the
+    same R distinct random inputs."""
     from jax import lax
+    from . import patch_gemm
     from .primitive import conv_p
     from .spec import as_dimension_numbers
 
@@ -200,12 +226,19 @@ def measure(spec, plan, *, rounds: int = ROUNDS, warmup: int = WARMUP,
         return lax.conv_general_dilated(x, w, spec.window_strides, spec.padding,
                                         dimension_numbers=dn, precision=lax.Precision.HIGHEST)
 
+    def gemm(x, w):
+        return patch_gemm.conv(x, w, spec)
+
+    other = {"lax": reference, "gemm": gemm}[rival]
     # Interleaved rounds: both candidates see the same noise.
     samples = time_interleaved({"kernel": _compiled_loop(kernel, xs, ws),
-                                "lax": _compiled_loop(reference, xs, ws)}, (xs, ws), R,
+                                rival: _compiled_loop(other, xs, ws)}, (xs, ws), R,
                                rounds, warmup)
-    k_us, l_us = min(samples["kernel"]), min(samples["lax"])
-    return Choice(l_us >= k_us * (1.0 - TIE), k_us, l_us, R)
+    k_us, r_us = min(samples["kernel"]), min(samples[rival])
+    use_kernel = r_us >= k_us * (1.0 - TIE)
+    if rival == "gemm":
+        return Choice(use_kernel, k_us, None, R, gemm_us=r_us)
+    return Choice(use_kernel, k_us, r_us, R)
 
 
 def _cached(key: str, decode, measure_fn, failed, encode):
@@ -231,11 +264,39 @@ def _cached(key: str, decode, measure_fn, failed, encode):
         return choice
 
 
-def choose(spec, plan) -> Choice:
-    """The measured choice for this convolution on the default device (cached)."""
-    return _cached(cache_key(spec, plan), _from_dict, lambda: measure(spec, plan),
+def _choose(spec, plan, rival: str) -> Choice:
+    # The lax entries keep their keys of before the GEMM rival existed.
+    key = cache_key(spec, plan) + ("" if rival == "lax" else f" | rival={rival}")
+    return _cached(key, _from_dict, lambda: measure(spec, plan, rival=rival),
                    lambda msg: Choice(True, None, None, 0, f"{msg}; the kernel is used"),
                    dataclasses.asdict)
+
+
+def choose(spec, plan) -> Choice:
+    """The measured choice between the kernel and lax HIGHEST on the default device (cached)."""
+    return _choose(spec, plan, "lax")
+
+
+# -- the measured choice between a patchify kernel and the patch GEMM ----------------------
+
+
+def worth_measuring_gemm(spec, plan) -> bool:
+    """Patchify layers (stride = kernel size > 1x1, every window inside the map) that a kernel
+    of ours covers, on a GPU: the patch GEMM (patch_gemm.py) computes them too, and no rule
+    separates the two (H100, device span: the GEMM faster on ConvNeXt's 4x4/4 RGB stem at b1
+    and on its 2x2/2 downsampling with C >= 192 at b32, the kernel on the same stem at b32
+    NCHW and on the downsampling at b1; benchmarks/notes/patch_gemm.md). A network has a few
+    such layers (stem, downsampling), so timing both at their first trace costs little."""
+    from . import patch_gemm
+    d = spec.dims
+    return (getattr(plan, "method", "direct") != "direct" and d["KH"] * d["KW"] > 1
+            and patch_gemm.uncovered_reason(spec) is None and _on_gpu())
+
+
+def choose_gemm(spec, plan) -> Choice:
+    """The measured choice between the kernel and the patch GEMM on the default device
+    (cached like choose(); the kernel is kept unless the GEMM is faster by more than TIE)."""
+    return _choose(spec, plan, "gemm")
 
 
 # -- the measured choice among launches of the single-channel kernel ---------------------------
@@ -278,11 +339,6 @@ class PlanChoice:
         return (f"measured {len(self.plan_us)} single-channel plans on this device (device time "
                 f"per launch, CUDA events, median of rounds): {times} -> "
                 f"{list(self.plan.kernel_attrs)[1:]}")
-
-
-def _on_gpu() -> bool:
-    import jax
-    return jax.default_backend() == "gpu"
 
 
 def worth_measuring_plans(spec, plan) -> bool:

@@ -287,6 +287,8 @@ def _explain_case(explain, case: Case, spec) -> dict:
     if measured is not None:
         autotune = {"use_kernel": bool(measured.use_kernel), "kernel_us": measured.kernel_us,
                     "lax_us": measured.lax_us, "R": measured.R, "note": measured.note or None}
+        if getattr(measured, "gemm_us", None) is not None:   # timed against the patch GEMM
+            autotune["gemm_us"] = measured.gemm_us
         if hasattr(measured, "plan_us"):
             # a choice among launches of our kernel: kernel_us and plan_us are device us per
             # launch (CUDA events, autotune.measure_plans), R is 0 (no per-call inputs)
@@ -295,7 +297,7 @@ def _explain_case(explain, case: Case, spec) -> dict:
     if path == "lax":
         method = "lax-autotuned" if measured is not None else "lax-fallback"
     elif path == "gemm":
-        method = "patch-gemm"
+        method = "patch-gemm-autotuned" if measured is not None else "patch-gemm"
     desc = None
     if plan is not None and hasattr(plan, "describe"):
         try:

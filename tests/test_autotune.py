@@ -481,3 +481,144 @@ def test_layers_from_4_mib_are_measured(monkeypatch):
     below, bcands = _timed_candidates(1, 112, 64, 3, "NCHW", "VALID")
     assert below.min_bytes < 4 << 20 and bcands[0].method == "single_channel"
     assert not autotune.worth_measuring_plans(below, bcands[0])
+
+
+# -- the measured choice between a patchify kernel and the patch GEMM (autotune.choose_gemm) --
+
+# Patchify layers a kernel covers (both layouts, C = 1 / 3 / many), and layers it does not ask.
+PATCHIFY = [((1, 224, 224, 3), (4, 4, 3, 96), (4, 4), DN),                  # ConvNeXt stem
+            ((4, 3, 64, 64), (96, 3, 4, 4), (4, 4), ("NCHW", "OIHW", "NCHW")),
+            ((2, 28, 28, 96), (2, 2, 96, 192), (2, 2), DN),                  # ConvNeXt ds1
+            ((1, 1, 28, 28), (32, 1, 4, 4), (4, 4), ("NCHW", "OIHW", "NCHW"))]
+NOT_PATCHIFY = [((1, 32, 32, 8), (3, 3, 8, 8), (1, 1), "VALID"),            # stride 1
+                ((2, 16, 16, 64), (1, 1, 64, 64), (1, 1), "VALID"),          # 1x1: a plain GEMM
+                ((1, 15, 15, 96), (2, 2, 96, 96), (2, 2), "SAME"),           # window in padding
+                ((1, 224, 224, 3), (16, 16, 3, 768), (16, 16), "VALID"),     # no kernel: GEMM
+                ((1, 32, 32, 64), (3, 3, 64, 64), (2, 2), "VALID")]          # stride != kernel
+
+
+def _pspec(lhs, rhs, stride, dn, padding="VALID"):
+    return normalize(lhs, rhs, stride, padding, None, None, dn)
+
+
+@pytest.mark.parametrize("lhs,rhs,stride,dn", PATCHIFY)
+def test_worth_measuring_gemm_on_patchify_kernels(monkeypatch, lhs, rhs, stride, dn):
+    spec = _pspec(lhs, rhs, stride, dn)
+    plan = planner.plan_cached(spec, PRESETS["h100"])
+    assert plan.method != "direct"
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    assert autotune.worth_measuring_gemm(spec, plan)
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: False)
+    assert not autotune.worth_measuring_gemm(spec, plan)      # the CPU path is never timed
+
+
+@pytest.mark.parametrize("lhs,rhs,stride,padding", NOT_PATCHIFY)
+def test_worth_measuring_gemm_leaves_other_layers_alone(monkeypatch, lhs, rhs, stride, padding):
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    spec = _pspec(lhs, rhs, stride, DN, padding)
+    assert not autotune.worth_measuring_gemm(spec, planner.plan_cached(spec, PRESETS["h100"]))
+
+
+@needs_cpu_module
+@pytest.mark.parametrize("lhs,rhs,stride,dn", [PATCHIFY[1], ((1, 12, 12, 5), (3, 3, 5, 4),
+                                                             (3, 3), DN)])
+def test_measure_times_the_kernel_against_the_gemm(lhs, rhs, stride, dn):
+    spec = _pspec(lhs, rhs, stride, dn)
+    choice = autotune.measure(spec, planner.plan_cached(spec, None), rival="gemm", rounds=3,
+                              warmup=1)
+    assert choice.kernel_us > 0 and choice.gemm_us > 0 and choice.lax_us is None
+    assert choice.rival == "gemm" and choice.rival_us == choice.gemm_us
+    assert choice.use_kernel == (choice.gemm_us >= choice.kernel_us * (1 - autotune.TIE))
+    assert "the patch GEMM" in choice.describe() and "lax" not in choice.describe()
+
+
+def test_gemm_and_lax_choices_are_cached_apart(cache, monkeypatch):
+    rivals = []
+
+    def fake_measure(spec, plan, rival="lax", **kw):
+        rivals.append(rival)
+        if rival == "gemm":
+            return autotune.Choice(False, 9.0, None, 8, gemm_us=6.0)
+        return autotune.Choice(True, 9.0, 12.0, 8)
+
+    monkeypatch.setattr(autotune, "measure", fake_measure)
+    spec = _pspec(*PATCHIFY[2])
+    plan = planner.plan_cached(spec, None)
+    g, l = autotune.choose_gemm(spec, plan), autotune.choose(spec, plan)
+    assert rivals == ["gemm", "lax"] and not g.use_kernel and l.use_kernel
+    stored = json.loads(next(cache.glob("autotune-*.json")).read_text())
+    assert sorted(v.get("gemm_us") or 0.0 for v in stored.values()) == [0.0, 6.0]
+    autotune.clear_memory()
+    assert autotune.choose_gemm(spec, plan) == g and autotune.choose(spec, plan) == l
+    assert len(rivals) == 2                                           # both from the disk
+    # an entry stored before the GEMM rival existed (no gemm_us) still reads as a lax choice
+    old = autotune._from_dict({"use_kernel": False, "kernel_us": 3.0, "lax_us": 2.0, "R": 4})
+    assert old.rival == "lax" and old.gemm_us is None and "lax HIGHEST 2.0 us" in old.describe()
+
+
+@pytest.fixture
+def gemm_route(monkeypatch, cache):
+    """Route _decide as on an H100 and stand in for the kernel-vs-GEMM timing."""
+    pretend_cuda(monkeypatch, "h100", autotune=True)
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    monkeypatch.setattr(autotune, "choose", lambda spec, plan: pytest.fail("lax timed"))
+    monkeypatch.setattr(autotune, "choose_plan", lambda spec, plans: pytest.fail("plans timed"))
+    calls = []
+
+    def route(choice):
+        monkeypatch.setattr(autotune, "choose_gemm",
+                            lambda spec, plan: calls.append(spec) or choice)
+        return calls
+    return route
+
+
+@pytest.mark.parametrize("lhs,rhs,stride,dn", PATCHIFY)
+def test_gemm_choice_runs_the_gemm(gemm_route, lhs, rhs, stride, dn):
+    calls = gemm_route(autotune.Choice(False, 9.0, None, 16, gemm_us=6.0))
+    e = fc.explain(lhs, rhs, stride, "VALID", dimension_numbers=dn)
+    assert e.path == "gemm" and e.plan.method != "direct" and calls
+    assert "faster than the planned kernel" in e.reason and "the patch GEMM 6.0 us" in e.reason
+    rng = np.random.default_rng(3)
+    x, w = randn(rng, lhs), randn(rng, rhs)
+    f = lambda x, w: fc.conv_general_dilated(x, w, stride, "VALID", dimension_numbers=dn)
+    jaxpr = str(jax.make_jaxpr(f)(x, w))
+    assert "dot_general" in jaxpr and "fastconv_conv2d" not in jaxpr
+    assert "conv_general_dilated" not in jaxpr
+    assert_close(jax.jit(f)(x, w), ref_conv(x, w, stride, "VALID", dimension_numbers=dn))
+
+
+@pytest.mark.parametrize("lhs,rhs,stride,dn", PATCHIFY)
+def test_kernel_choice_over_the_gemm_keeps_the_kernel(gemm_route, lhs, rhs, stride, dn):
+    gemm_route(autotune.Choice(True, 6.0, None, 16, gemm_us=9.0))
+    e = fc.explain(lhs, rhs, stride, "VALID", dimension_numbers=dn)
+    assert e.path == "fastconv-cuda" and e.measured.gemm_us == 9.0
+    assert "autotune: measured on this device: kernel 6.0 us, the patch GEMM 9.0 us" in str(e)
+    jaxpr = str(jax.make_jaxpr(lambda x, w: fc.conv_general_dilated(
+        x, w, stride, "VALID", dimension_numbers=dn))(
+        np.zeros(lhs, np.float32), np.zeros(rhs, np.float32)))
+    assert "fastconv_conv2d" in jaxpr and "dot_general" not in jaxpr
+
+
+def test_gemm_timing_off_or_for_other_hardware(gemm_route, monkeypatch):
+    calls = gemm_route(autotune.Choice(False, 9.0, None, 16, gemm_us=6.0))
+    lhs, rhs, stride, dn = PATCHIFY[0]
+    e = fc.explain(lhs, rhs, stride, "VALID", dimension_numbers=dn, hardware="h200")
+    assert e.path == "fastconv-cuda" and e.measured is None and not calls
+    monkeypatch.setenv(autotune.ENV, "0")
+    e = fc.explain(lhs, rhs, stride, "VALID", dimension_numbers=dn)
+    assert e.path == "fastconv-cuda" and e.measured is None and not calls
+
+
+def test_gemm_choice_under_vmap_and_grad(gemm_route):
+    gemm_route(autotune.Choice(False, 9.0, None, 16, gemm_us=6.0))
+    lhs, rhs, stride, dn = PATCHIFY[2]
+    rng = np.random.default_rng(5)
+    xs, w = randn(rng, (3,) + lhs), randn(rng, rhs)
+    f = lambda x, w: fc.conv_general_dilated(x, w, stride, "VALID", dimension_numbers=dn)
+    r = lambda x, w: ref_conv(x, w, stride, "VALID", dimension_numbers=dn)
+    assert_close(jax.vmap(f, (0, None))(xs, w), jax.vmap(r, (0, None))(xs, w))
+    loss = lambda g: lambda x, w: (g(x, w) ** 2).sum()
+    got = jax.grad(loss(f), argnums=(0, 1))(xs[0], w)
+    want = jax.grad(loss(r), argnums=(0, 1))(xs[0], w)
+    for a, b in zip(got, want):
+        assert_close(a, b)

@@ -538,6 +538,33 @@ def test_choose_plan_on_gpu(monkeypatch, tmp_path, lhs_shape, rhs_shape, dn):
     autotune.clear_memory()
 
 
+@pytest.mark.parametrize("lhs_shape,rhs_shape,stride,dn", [
+    ((1, 224, 224, 3), (4, 4, 3, 96), (4, 4), ("NHWC", "HWIO", "NHWC")),     # ConvNeXt stem
+    ((8, 96, 56, 56), (192, 96, 2, 2), (2, 2), ("NCHW", "OIHW", "NCHW")),    # ConvNeXt ds1
+    ((4, 1, 112, 112), (64, 1, 4, 4), (4, 4), ("NCHW", "OIHW", "NCHW"))])
+def test_gemm_autotune_on_gpu(monkeypatch, tmp_path, lhs_shape, rhs_shape, stride, dn):
+    """Patchify layers a kernel covers: the first trace times the kernel against the patch
+    GEMM (autotune.choose_gemm), runs the winner correctly and caches the choice."""
+    monkeypatch.setenv(autotune.ENV, "1")
+    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
+    autotune.clear_memory()
+    rng = np.random.default_rng(13)
+    x, w = randn(rng, lhs_shape), randn(rng, rhs_shape)
+    f = lambda a, b: fc.conv_general_dilated(a, b, stride, "VALID", dimension_numbers=dn)
+    text = lowered_text(f, x, w)
+    e = fc.explain(x, w, stride, "VALID", dimension_numbers=dn)
+    c = e.measured
+    assert c is not None and c.kernel_us > 0 and c.gemm_us > 0 and c.lax_us is None, str(e)
+    assert e.path == ("fastconv-cuda" if c.use_kernel else "gemm"), str(e)
+    assert count_custom_calls(text, CUDA_TARGET) == (1 if c.use_kernel else 0)
+    ref = ref_conv(x, w, stride, "VALID", dimension_numbers=dn)
+    out = jax.jit(f)(x, w)
+    assert_close(out, ref, what=c.describe())
+    assert np.array_equal(np.asarray(out), np.asarray(jax.jit(f)(x, w))), "same bits twice"
+    assert list(tmp_path.glob("autotune-*.json")), "the choice is cached on disk"
+    autotune.clear_memory()
+
+
 def test_autotune_skips_layers_lax_cannot_win(monkeypatch, tmp_path):
     """A single-channel layer under autotune.PLAN_MIN_BYTES (4 MiB; batch 4 of it is above):
     neither lax nor the plan variants are timed."""
