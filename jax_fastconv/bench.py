@@ -67,7 +67,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .timing import time_interleaved as _time_interleaved
+from .timing import random_pairs, time_interleaved as _time_interleaved
 from .bench_report import (DEVICE_PEERS, PEER_LABELS, PEERS, SCHEMA_VERSION,  # noqa: F401
                            format_table, geomean,
                            markdown_summary, pct_of_roofline, plot_result, roofline_floor_s,
@@ -330,16 +330,7 @@ def _device_memory_bytes() -> int | None:
 
 def _make_inputs(spec, R: int, seed: int):
     """R distinct (lhs, rhs) pairs of random normal float32, generated on the device."""
-    import jax
-    import jax.numpy as jnp
-
-    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-    # One stacked draw each (a small compile), then R separate buffers: the timed jit takes
-    # R distinct arrays, so no slicing copy runs inside it.
-    xs = tuple(jnp.unstack(jax.random.normal(k1, (R,) + tuple(spec.lhs_shape), jnp.float32)))
-    ws = tuple(jnp.unstack(jax.random.normal(k2, (R,) + tuple(spec.rhs_shape), jnp.float32)))
-    jax.block_until_ready((xs, ws))
-    return xs, ws
+    return random_pairs(spec.lhs_shape, spec.rhs_shape, R, seed)
 
 
 def _batched(fn: ConvFn, case: Case, spec):
