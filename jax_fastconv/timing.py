@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-import numpy as np
-
 
 def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
                      sync: Callable | None = None) -> dict[str, list[float]]:
@@ -40,21 +38,19 @@ def random_pairs(lhs_shape, rhs_shape, R: int, seed: int = 0):
     """R distinct (lhs, rhs) pairs of random normal float32 on the default device, as two tuples
     of R separate arrays (a timed jit that takes them runs no slicing copy).
 
-    One stacked draw per operand, from a seed passed in as an argument: with the key built
-    from a constant, the whole draw is a constant that XLA folds on the host while compiling (13-41 s per
-    new shape on an H100 for the autotuner's former 2R draws, 33 s for one stacked draw of
-    b32 14^2 C384). Compiled ahead of time and called as an executable, so this also works
-    while an outer jax.jit is tracing (the autotuner's case)."""
+    Evaluated eagerly, also while an outer jax.jit traces (the autotuner's case:
+    ensure_compile_time_eval), as one stacked draw per operand and then R indexings. Drawn
+    inside one compiled function instead, the input was a constant that XLA folded on the host
+    (13-41 s per new shape on an H100 for the autotuner's former 2R draws), and with the R
+    slices as outputs XLA copied the draw into each (b1 ViT stem, R = 256: no compile in 6
+    minutes, H100)."""
     import jax
-    import jax.numpy as jnp
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
-
-    def gen(seed):
+    with jax.ensure_compile_time_eval():
         k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-        return (tuple(jnp.unstack(jax.random.normal(k1, (R,) + lhs_shape, jnp.float32))),
-                tuple(jnp.unstack(jax.random.normal(k2, (R,) + rhs_shape, jnp.float32))))
-
-    seed = np.uint32(seed)   # a NumPy value: never a tracer of an outer jit
-    xs, ws = jax.jit(gen).lower(seed).compile()(seed)
+        lhs = jax.random.normal(k1, (R,) + lhs_shape, "float32")
+        rhs = jax.random.normal(k2, (R,) + rhs_shape, "float32")
+        xs, ws = tuple(lhs[i] for i in range(R)), tuple(rhs[i] for i in range(R))
+    del lhs, rhs
     jax.block_until_ready((xs, ws))
     return xs, ws
