@@ -57,6 +57,32 @@ def test_measure_runs_while_an_outer_jit_traces():
     assert seen and seen[0].kernel_us > 0
 
 
+@pytest.mark.parametrize("R,lhs,rhs", [(4, (2, 5, 5, 3), (3, 3, 3, 2)), (17, (1, 1, 9, 7), (4, 1, 2, 2))])
+def test_random_pairs_are_distinct_concrete_draws_even_under_jit(R, lhs, rhs):
+    """timing.random_pairs (the autotuner's and the benchmark's inputs): R separate concrete
+    arrays with the stacked draw's values for the seed, also when called while an outer jit
+    traces (eager there too: no tracer leaks out, nothing is staged into the outer call)."""
+    from jax_fastconv.timing import random_pairs
+    k1, k2 = jax.random.split(jax.random.PRNGKey(9))
+    want_x = np.asarray(jax.random.normal(k1, (R,) + lhs, "float32"))
+    want_w = np.asarray(jax.random.normal(k2, (R,) + rhs, "float32"))
+    got = []
+
+    def f(x):
+        got.append(random_pairs(lhs, rhs, R, seed=9))
+        return x + 1
+
+    jaxpr = str(jax.make_jaxpr(f)(np.float32(1)))
+    assert "random" not in jaxpr and "threefry" not in jaxpr      # nothing staged
+    for xs, ws in [got[0], random_pairs(lhs, rhs, R, seed=9)]:
+        assert len(xs) == len(ws) == R and isinstance(xs[0], jax.Array)
+        np.testing.assert_array_equal(np.stack([np.asarray(x) for x in xs]), want_x)
+        np.testing.assert_array_equal(np.stack([np.asarray(w) for w in ws]), want_w)
+    assert len({float(np.asarray(x).ravel()[0]) for x in got[0][0]}) == R
+    other = random_pairs(lhs, rhs, R, seed=10)[0][0]
+    assert not np.array_equal(np.asarray(other), want_x[0])
+
+
 def test_choose_caches_in_memory_and_on_disk(cache, monkeypatch):
     calls = []
 
