@@ -19,8 +19,9 @@ timed and the faster one is used from then on:
 * only where lax can win: multi-channel layers with K >= 3 (KH x KW >= 9), C >= 32 and at
   least 1 GFLOP, where cuDNN's reduced-multiplication algorithms apply. Everywhere else the
   kernel won on every paper layer on the H200 (benchmarks/results/, 2026-11-21) or the layer is
-  bound by the per-call host cost, and a measurement would cost seconds (XLA autotunes the lax
-  convolution it compiles: 6-21 s per new shape measured) for nothing;
+  bound by the per-call host cost, and a measurement would cost seconds (6-21 s per new shape
+  on an H200, XLA autotuning the lax convolution it compiles and, until timing.random_pairs
+  drew them eagerly, XLA folding the inputs' draw on the host) for nothing;
 * patchify layers (stride = kernel size, windows inside the map) that a kernel covers are
   timed the same way against the patch GEMM (patch_gemm.py, ``choose_gemm``): neither won on
   every ConvNeXt stem / downsampling shape on the H100 (benchmarks/notes/patch_gemm.md);
