@@ -1,4 +1,6 @@
-"""Where the first-trace cost of autotune.choose_gemm / choose goes, by phase (scratch driver run on the device in session 28; one fresh process per case). Run from the repo root: python3 -P benchmarks/notes/autotune_cost.py"""
+"""Where the first-trace cost of autotune.choose_gemm / choose goes, by phase: a scratch driver
+run on the device in session 28, one fresh process per case. From the repo root:
+python3 -P benchmarks/notes/autotune_cost.py"""
 import json, os, subprocess, sys, time
 CASES = {"ds1-b1-nhwc": ((1, 56, 56, 96), (2, 2, 96, 192), (2, 2), ("NHWC", "HWIO", "NHWC")),
          "stem-b1-nhwc": ((1, 224, 224, 3), (4, 4, 3, 96), (4, 4), ("NHWC", "HWIO", "NHWC")),
