@@ -750,3 +750,31 @@ def test_roofline_coverage_wall_only_host_cost():
     line = bench_report.coverage_lines(rows)[0]
     assert line.endswith("there wall/R minus device span per conv (the jitted call's host "
                          "cost): fastconv 14.0-16.0 us, lax HIGHEST (fp32) 13.0-14.0 us.")
+
+
+@pytest.mark.parametrize("path,measured,method,extra", [
+    ("gemm", None, "patch-gemm", {}),
+    ("gemm", "gemm", "patch-gemm-autotuned", {"gemm_us": 6.0, "lax_us": None}),
+    ("fastconv-cuda", "gemm-kernel", "multi_channel", {"gemm_us": 9.0, "use_kernel": True}),
+    ("lax", "lax", "lax-autotuned", {"lax_us": 12.0}),
+    ("lax", None, "lax-fallback", {})])
+def test_explain_case_names_the_path_and_keeps_the_timings(path, measured, method, extra):
+    """Each benchmark row's method and autotune record: the GEMM (no kernel, or chosen by
+    timing against the kernel, with both times), the kernel kept by timing, lax by timing or as
+    the fallback."""
+    from jax_fastconv import autotune
+    choice = {None: None,
+              "gemm": autotune.Choice(False, 9.0, None, 32, gemm_us=6.0),
+              "gemm-kernel": autotune.Choice(True, 6.0, None, 32, gemm_us=9.0),
+              "lax": autotune.Choice(False, 30.0, 12.0, 16)}[measured]
+    plan = type("P", (), {"method": "multi_channel", "describe": lambda self: "a plan"})()
+    e = type("E", (), {"path": path, "plan": plan, "reason": "why", "measured": choice})()
+    case = bench.parse_shape("1,96,56,56,192,2,2,2")
+    row = bench._explain_case(lambda *a, **k: e, case, case.spec())
+    assert row["method"] == method and row["path"] == path and row["reason"] == "why"
+    if choice is None:
+        assert row["autotune"] is None
+    else:
+        for k, v in extra.items():
+            assert row["autotune"][k] == v, (k, row["autotune"])
+        assert ("gemm_us" in row["autotune"]) == (choice.gemm_us is not None)
