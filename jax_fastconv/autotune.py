@@ -281,9 +281,7 @@ def worth_measuring_gemm(spec, plan) -> bool:
     NCHW and on the downsampling at b1; benchmarks/notes/patch_gemm.md). A network has a few
     such layers (stem, downsampling), so timing both at their first trace costs little."""
     from . import patch_gemm
-    d = spec.dims
-    return (getattr(plan, "method", "direct") != "direct" and d["KH"] * d["KW"] > 1
-            and patch_gemm.uncovered_reason(spec) is None and _on_gpu())
+    return patch_gemm.rivals(plan, spec) and _on_gpu()
 
 
 def choose_gemm(spec, plan) -> Choice:

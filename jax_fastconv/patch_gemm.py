@@ -53,6 +53,14 @@ def replaces(plan, spec: ConvSpec) -> bool:
     return plan.method == "direct" and uncovered_reason(spec) is None
 
 
+def rivals(plan, spec: ConvSpec) -> bool:
+    """Whether a kernel is planned for `spec` and this GEMM computes it too (stride = kernel
+    size > 1x1, windows inside the map): on a GPU the first trace times the two against each
+    other (autotune.choose_gemm; the plan CLI says so)."""
+    d = spec.dims
+    return plan.method != "direct" and d["KH"] * d["KW"] > 1 and uncovered_reason(spec) is None
+
+
 def conv(lhs, rhs, spec: ConvSpec):
     """The convolution `spec` of lhs and rhs (any layouts) as one einsum at HIGHEST."""
     d = spec.dims

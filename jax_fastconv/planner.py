@@ -859,11 +859,15 @@ def _cmd_plan(args) -> int:
     print(f"device: {hw.summary() if hw is not None else 'none (no CUDA device)'}")
     plan = make_plan(spec, hw)
     print(plan.describe())
-    if plan.method == "direct" and hw is not None:   # what the GPU then runs (api._decide)
+    if hw is not None:   # what the GPU then runs (api._decide)
         from . import patch_gemm
-        print("runs: " + ("the patch GEMM (patchify layer: jax_fastconv/patch_gemm.py)"
-                          if patch_gemm.replaces(plan, spec)
-                          else "lax (the direct kernel only with JAX_FASTCONV_FORCE_DIRECT=1)"))
+        if plan.method == "direct":
+            print("runs: " + ("the patch GEMM (patchify layer: jax_fastconv/patch_gemm.py)"
+                              if patch_gemm.replaces(plan, spec)
+                              else "lax (the direct kernel only with JAX_FASTCONV_FORCE_DIRECT=1)"))
+        elif patch_gemm.rivals(plan, spec):
+            print("runs: this kernel, or the patch GEMM where the first trace on the device "
+                  "times it faster (patchify layer; JAX_FASTCONV_AUTOTUNE=0 keeps the kernel)")
     return 0
 
 

@@ -644,6 +644,19 @@ def test_cli_plan_says_what_runs_without_a_kernel(capsys, stride, runs):
     assert rc == 0 and "method: direct" in out and f"runs: {runs}" in out
 
 
+@pytest.mark.parametrize("inp,filters,stride,runs", [
+    ("1,3,224,224", "96,3,4,4", "4,4", "this kernel, or the patch GEMM"),   # ConvNeXt stem
+    ("1,96,56,56", "192,96,2,2", "2,2", "this kernel, or the patch GEMM"),  # ConvNeXt ds1
+    ("1,96,56,56", "192,96,3,3", "2,2", None),                             # windows overlap
+    ("1,64,28,28", "64,64,1,1", "1,1", None)])                            # 1x1: no patches
+def test_cli_plan_names_the_gemm_rival_of_a_patchify_kernel(capsys, inp, filters, stride, runs):
+    rc = _run_cli(["plan", "--hardware", "h100", "--input", inp, "--filters", filters,
+                   "--stride", stride])
+    out = capsys.readouterr().out
+    assert rc == 0 and "method: direct" not in out
+    assert (f"runs: {runs}" in out) if runs else ("runs:" not in out)
+
+
 def test_cli_calibrate_without_extension(capsys, monkeypatch):
     monkeypatch.setattr(hwm, "_extension", lambda: None)
     monkeypatch.setattr(pl, "run_calibration", hwm.run_calibration)
