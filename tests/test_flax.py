@@ -172,3 +172,31 @@ def test_linen_vit_patch_embedding_runs_the_patch_gemm_on_the_gpu(monkeypatch):
     g_ours = jax.jit(jax.grad(loss(ours.apply), argnums=(0, 1)))(params, x)
     g_ref = jax.grad(loss(plain.apply), argnums=(0, 1))(params, x)
     assert_trees_close(g_ours, g_ref, what="linen grad")
+
+
+@pytest.mark.parametrize("gemm_won", [True, False])
+def test_linen_convnext_stem_follows_the_timed_choice(monkeypatch, gemm_won):
+    """ConvNeXt's stem (nn.Conv 4x4/4, RGB) has a kernel on an H100; with the first trace's
+    timing stood in for, the model lowers to the patch GEMM where it won (and then runs with
+    plain Flax's outputs and gradients here) or to the kernel's custom call where it did not."""
+    from jax_fastconv import autotune
+    pretend_cuda(monkeypatch, "h100", autotune=True)
+    monkeypatch.setattr(autotune, "_on_gpu", lambda: True)
+    choice = autotune.Choice(not gemm_won, 9.0, None, 16, gemm_us=6.0 if gemm_won else 12.0)
+    monkeypatch.setattr(autotune, "choose_gemm", lambda spec, plan: choice)
+    rng = np.random.default_rng(12)
+    x = randn(rng, (2, 32, 24, 3))
+    common = dict(features=16, kernel_size=(4, 4), strides=(4, 4), padding="VALID",
+                  bias_init=NORMAL)
+    ours = nn.Conv(**common, conv_general_dilated=fc.conv_general_dilated)
+    plain = nn.Conv(**common, precision=HIGHEST)
+    params = plain.init(jax.random.key(5), x)
+    text = jax.jit(ours.apply).trace(params, x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "stablehlo.convolution" not in text
+    assert ("custom_call" in text) != gemm_won and ("stablehlo.dot_general" in text) == gemm_won
+    if gemm_won:
+        assert_close(jax.jit(ours.apply)(params, x), plain.apply(params, x), what="forward")
+        t = randn(rng, (2, 8, 6, 16))
+        loss = lambda apply: (lambda p, x: jnp.sum(apply(p, x) * t))
+        assert_trees_close(jax.jit(jax.grad(loss(ours.apply), argnums=(0, 1)))(params, x),
+                           jax.grad(loss(plain.apply), argnums=(0, 1))(params, x), what="grad")
