@@ -151,27 +151,39 @@ def test_nnx_train_step_matches():
     assert_close(models[0].kernel[...], models[1].kernel[...], rtol=1e-5)
 
 
+def _patchify_linen(rng, x_shape, features, k, seed):
+    """A linen patchify nn.Conv (kernel = stride = k, VALID) through jax_fastconv and plain at
+    HIGHEST, their params, an input, and the model lowered for CUDA here."""
+    x = randn(rng, x_shape)
+    common = dict(features=features, kernel_size=(k, k), strides=(k, k), padding="VALID",
+                  bias_init=NORMAL)
+    ours = nn.Conv(**common, conv_general_dilated=fc.conv_general_dilated)
+    plain = nn.Conv(**common, precision=HIGHEST)
+    params = plain.init(jax.random.key(seed), x)
+    text = jax.jit(ours.apply).trace(params, x).lower(lowering_platforms=("cuda",)).as_text()
+    return ours, plain, params, x, text
+
+
+def _assert_flax_outputs_and_grads(rng, ours, plain, params, x):
+    out = jax.jit(ours.apply)(params, x)
+    assert_close(out, plain.apply(params, x), what="linen forward")
+    t = randn(rng, out.shape)
+    loss = lambda apply: (lambda p, x: jnp.sum(apply(p, x) * t))
+    g_ours = jax.jit(jax.grad(loss(ours.apply), argnums=(0, 1)))(params, x)
+    g_ref = jax.grad(loss(plain.apply), argnums=(0, 1))(params, x)
+    assert_trees_close(g_ours, g_ref, what="linen grad")
+
+
 def test_linen_vit_patch_embedding_runs_the_patch_gemm_on_the_gpu(monkeypatch):
     """A ViT patch embedding (nn.Conv, kernel = stride = 8, VALID, RGB) planned for an H100 and
     lowered here: the patch GEMM (a dot_general, no convolution, no custom call), with plain
     Flax's outputs and gradients at HIGHEST."""
     pretend_cuda(monkeypatch, "h100")
     rng = np.random.default_rng(11)
-    x = randn(rng, (2, 32, 40, 3))
-    common = dict(features=24, kernel_size=(8, 8), strides=(8, 8), padding="VALID",
-                  bias_init=NORMAL)
-    ours = nn.Conv(**common, conv_general_dilated=fc.conv_general_dilated)
-    plain = nn.Conv(**common, precision=HIGHEST)
-    params = plain.init(jax.random.key(4), x)
-    text = jax.jit(ours.apply).trace(params, x).lower(lowering_platforms=("cuda",)).as_text()
+    ours, plain, params, x, text = _patchify_linen(rng, (2, 32, 40, 3), 24, 8, seed=4)
     assert "stablehlo.dot_general" in text and "stablehlo.convolution" not in text
     assert "custom_call" not in text
-    assert_close(jax.jit(ours.apply)(params, x), plain.apply(params, x), what="linen forward")
-    t = randn(rng, (2, 4, 5, 24))
-    loss = lambda apply: (lambda p, x: jnp.sum(apply(p, x) * t))
-    g_ours = jax.jit(jax.grad(loss(ours.apply), argnums=(0, 1)))(params, x)
-    g_ref = jax.grad(loss(plain.apply), argnums=(0, 1))(params, x)
-    assert_trees_close(g_ours, g_ref, what="linen grad")
+    _assert_flax_outputs_and_grads(rng, ours, plain, params, x)
 
 
 @pytest.mark.parametrize("gemm_won", [True, False])
@@ -185,18 +197,8 @@ def test_linen_convnext_stem_follows_the_timed_choice(monkeypatch, gemm_won):
     choice = autotune.Choice(not gemm_won, 9.0, None, 16, gemm_us=6.0 if gemm_won else 12.0)
     monkeypatch.setattr(autotune, "choose_gemm", lambda spec, plan: choice)
     rng = np.random.default_rng(12)
-    x = randn(rng, (2, 32, 24, 3))
-    common = dict(features=16, kernel_size=(4, 4), strides=(4, 4), padding="VALID",
-                  bias_init=NORMAL)
-    ours = nn.Conv(**common, conv_general_dilated=fc.conv_general_dilated)
-    plain = nn.Conv(**common, precision=HIGHEST)
-    params = plain.init(jax.random.key(5), x)
-    text = jax.jit(ours.apply).trace(params, x).lower(lowering_platforms=("cuda",)).as_text()
+    ours, plain, params, x, text = _patchify_linen(rng, (2, 32, 24, 3), 16, 4, seed=5)
     assert "stablehlo.convolution" not in text
     assert ("custom_call" in text) != gemm_won and ("stablehlo.dot_general" in text) == gemm_won
     if gemm_won:
-        assert_close(jax.jit(ours.apply)(params, x), plain.apply(params, x), what="forward")
-        t = randn(rng, (2, 8, 6, 16))
-        loss = lambda apply: (lambda p, x: jnp.sum(apply(p, x) * t))
-        assert_trees_close(jax.jit(jax.grad(loss(ours.apply), argnums=(0, 1)))(params, x),
-                           jax.grad(loss(plain.apply), argnums=(0, 1))(params, x), what="grad")
+        _assert_flax_outputs_and_grads(rng, ours, plain, params, x)
