@@ -103,8 +103,11 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
         return Explanation("lax", f"no paper kernel covers this case on the GPU ({plan.reason}); "
                            f"lax beats the plain direct kernel (set {FORCE_DIRECT_ENV}=1 to force it)",
                            spec, plan)
+    # The first trace of a shape may time candidates on this device (autotune.py); not when
+    # planning for other hardware, nor with JAX_FASTCONV_AUTOTUNE=0.
+    timed = hardware is None and autotune.enabled()
     measured = None
-    if hardware is None and autotune.enabled() and autotune.worth_measuring_gemm(spec, plan):
+    if timed and autotune.worth_measuring_gemm(spec, plan):
         # A patchify layer that a kernel covers and the patch GEMM computes too: neither wins
         # on every shape, so the first trace of a shape times both (autotune.choose_gemm).
         measured = autotune.choose_gemm(spec, plan)
@@ -114,7 +117,7 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
                                f"HIGHEST) was faster than the planned kernel: "
                                f"{measured.describe()} (set {autotune.ENV}=0 to force the "
                                f"kernel)", spec, plan, measured)
-    if hardware is None and autotune.enabled() and autotune.worth_measuring(spec, plan):
+    if timed and autotune.worth_measuring(spec, plan):
         # The planner models our kernels only; cuDNN's FFT/Winograd algorithms can beat any
         # direct FP32 convolution, so the first trace of a shape times both (autotune.py).
         choice = autotune.choose(spec, plan)
@@ -123,7 +126,7 @@ def _decide(spec: ConvSpec, out_sharding, hardware=None) -> Explanation:
                                f"{choice.describe()} (set {autotune.ENV}=0 to force the "
                                f"kernel)", spec, plan, choice)
         return Explanation("fastconv-cuda", plan.reason, spec, plan, choice)
-    if hardware is None and autotune.enabled() and autotune.worth_measuring_plans(spec, plan):
+    if timed and autotune.worth_measuring_plans(spec, plan):
         # Launch variants of the single-channel kernel that no rule separates from the planned
         # one: the first trace of a shape times them (autotune.choose_plan).
         candidates = plan_single_channel.candidate_plans(spec, hw, plan)

@@ -328,11 +328,6 @@ def _device_memory_bytes() -> int | None:
         return None
 
 
-def _make_inputs(spec, R: int, seed: int):
-    """R distinct (lhs, rhs) pairs of random normal float32, generated on the device."""
-    return random_pairs(spec.lhs_shape, spec.rhs_shape, R, seed)
-
-
 def _batched(fn: ConvFn, case: Case, spec):
     import jax
 
@@ -719,7 +714,7 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
         return row
     xs = ws = None
     try:
-        xs, ws = _make_inputs(spec, r, seed)
+        xs, ws = random_pairs(spec.lhs_shape, spec.rhs_shape, r, seed)
         slots = sorted({0, r - 1})
         f_ref = _batched(impls["lax_highest"], case, spec)
         ref_all = f_ref(xs, ws)

@@ -4,7 +4,9 @@ Where the windows tile the map without overlap (ViT's 16x16/16 stem and its kin)
 convolution is a matrix product: [N x OH x OW, C x KH x KW] patches times [C x KH x KW, M]
 filters. The GPU runs this where no kernel of ours is planned (api._decide: a direct plan):
 1 < C < 8 without a compiled strided instance (its generic one ran 0.31-0.58x lax HIGHEST on
-ViT-B/16's stem) and C = 1 layers of >= 49 taps (plan_single_channel.generic_patchify). cuDNN's
+ViT-B/16's stem) and C = 1 layers of >= 49 taps (plan_single_channel.generic_patchify); and
+where a kernel is planned but the first trace timed this GEMM faster (autotune.choose_gemm,
+ConvNeXt's stem at batch 1 on the H100). cuDNN's
 direct algorithms are far from the FMA floor there; XLA's dot at HIGHEST (cuBLAS SGEMM) is not
 (H100, b32 ViT-B/16 stem: 198 us against lax HIGHEST's 608 us, benchmarks/notes/patch_gemm.md).
 
