@@ -1,6 +1,6 @@
 // The CUDA extension module, built when a CUDA compiler is found: the CUDA FFI handler,
-// the device query the planner reads, the calibration measurements and the device time of a
-// convolution under several plans (the autotuner's).
+// the device query the planner reads, the calibration measurements, the device time of a
+// convolution under several plans (the autotuner's) and the benchmark's stream stamps.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +15,7 @@
 
 #include "calibrate.h"
 #include "plan_timer.h"
+#include "stream_stamp.h"
 #include "xla/ffi/api/c_api.h"
 
 namespace nb = nanobind;
@@ -22,6 +23,7 @@ namespace nb = nanobind;
 namespace fastconv {
 extern "C" XLA_FFI_Error* ConvCuda(XLA_FFI_CallFrame*);
 extern "C" XLA_FFI_Error* ConvCudaGraph(XLA_FFI_CallFrame*);
+extern "C" XLA_FFI_Error* StreamStamp(XLA_FFI_CallFrame*);
 
 namespace {
 
@@ -119,6 +121,7 @@ NB_MODULE(_fastconv_cuda, m) {
     d["fastconv_conv2d_cuda"] = nb::capsule(reinterpret_cast<void*>(fastconv::ConvCuda));
     d["fastconv_conv2d_cuda_graph"] =
         nb::capsule(reinterpret_cast<void*>(fastconv::ConvCudaGraph));
+    d["fastconv_stream_stamp"] = nb::capsule(reinterpret_cast<void*>(fastconv::StreamStamp));
     return d;
   });
   m.def("device_count", []() {
@@ -139,6 +142,19 @@ NB_MODULE(_fastconv_cuda, m) {
         nb::arg("lhs_strides"), nb::arg("rhs_strides"), nb::arg("out_strides"),
         nb::arg("plans"), nb::arg("rounds") = 11, nb::arg("ordinal") = 0,
         nb::arg("budget_bytes") = size_t(1) << 30, fastconv::kTimePlansDoc);
+  m.def("stamp_elapsed_us", [](int64_t first, int64_t last, int ordinal) {
+    std::string error;
+    double us;
+    {
+      nb::gil_scoped_release release;  // waits for the later event
+      us = fastconv::stamp_elapsed_us(first, last, ordinal, &error);
+    }
+    if (us < 0) throw std::runtime_error(error);
+    return us;
+  }, nb::arg("first"), nb::arg("last"), nb::arg("ordinal") = 0,
+        "Microseconds between the stream stamps of slots `first` and `last` on device `ordinal` "
+        "(the later waited for); RuntimeError where a slot holds no recorded stamp.");
+  m.attr("stamp_slots") = fastconv::kStampSlots;
   m.attr("cuda_architectures") = FASTCONV_CUDA_ARCHS;
   m.attr("cuda_runtime_version") = CUDART_VERSION;
 }

@@ -37,6 +37,17 @@ Method (design.md, "Measuring"):
   call's kernels). When the clusters do not match the calls, or the trace fails, the case
   gets None and says why in ``device_time_note``. torch has no device span (its CUDA-event
   time is its own column).
+* Stream span (CUDA events, on a GPU, with the device span): after the wall rounds, each
+  jitted impl again with a stream stamp before its R convolutions and one after them
+  (``stream_stamp``: custom calls that record CUDA events on XLA's stream; an
+  optimization barrier holds every input until the first, the second takes every output),
+  the same interleaved warm-up and rounds; ``stream_us`` = median (event time) / R. This is
+  the R convolutions' device time as XLA runs them, CUDA graphs and the gaps between kernels
+  included, without the call's host-side handling of its 2R arguments and R results (which
+  wall/R includes, several us per convolution) and without a profiler (under a CUPTI trace
+  XLA runs each command buffer's thunks one at a time, which spreads out a peer's several
+  small kernels per convolution: lax's device span on small batch-1 layers exceeded its whole
+  wall/R). None where the stamps are not built (``stream_time_note`` says why).
 * The same process, harness and inputs time fastconv and the lax peers. torch (optional, when
   importable with CUDA) gets the same inputs through DLPack: cuDNN benchmark mode, TF32 off,
   R back-to-back calls between two CUDA events, / R, median of the rounds (its own rounds,
@@ -67,6 +78,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import stream_stamp as _stream_stamp
 from .timing import random_pairs, time_interleaved as _time_interleaved
 from .bench_report import (DEVICE_PEERS, PEER_LABELS, PEERS, SCHEMA_VERSION,  # noqa: F401
                            format_table, geomean,
@@ -539,6 +551,28 @@ def measure_device_time(fns: dict, args, R: int, *, calls: int = DEVICE_CALLS,
         return res
 
 
+def measure_stream_time(fns: dict, args, R: int, rounds: int, warmup: int, *,
+                        stamps=None) -> dict:
+    """Stream span per conv of each jitted fn in ``fns`` (``stream_stamp``): each wrapped in
+    two stamps (slots 2i, 2i + 1), then timed like the wall rounds (interleaved, ``warmup``
+    and ``rounds``) by the events' time / R. Never raises: a failure gives None values and a
+    note. ``stamps``: the stamp module (None: ``stream_stamp``; a stand-in in tests)."""
+    import jax
+    stamps = stamps or _stream_stamp
+    slots = {n: 2 * i for i, n in enumerate(fns)}
+    res: dict = {"stream_us": {n: None for n in fns}, "stream_samples_us": {}, "note": None}
+    try:
+        wrapped = {n: jax.jit(stamps.stamped(f, slots[n])) for n, f in fns.items()}
+        samples = _time_interleaved(wrapped, args, R, rounds, warmup,
+                                    read=lambda n: stamps.elapsed_us(slots[n]))
+    except Exception as e:  # noqa: BLE001 - the stream column is optional, never fatal
+        res["note"] = f"stream stamps failed: {type(e).__name__}: {e}"[:300]
+        return res
+    res["stream_us"] = {n: statistics.median(v) for n, v in samples.items()}
+    res["stream_samples_us"] = samples
+    return res
+
+
 def _rel_err(out, ref) -> float:
     import jax.numpy as jnp
     num = jnp.linalg.norm((out - ref).astype(jnp.float32).ravel())
@@ -675,13 +709,14 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
              R: int | None = None, rounds: int = DEFAULT_ROUNDS, warmup: int = DEFAULT_WARMUP,
              mem_cap_bytes: float = DEFAULT_MEM_CAP_GB * 1e9, max_bytes: float | None = None,
              use_torch: bool = False, device_time: bool = False,
-             device_time_skip_note: str | None = None, seed: int = 0,
-             r_max: int = MAX_R) -> dict:
+             device_time_skip_note: str | None = None, stream_time: bool = False,
+             seed: int = 0, r_max: int = MAX_R, stamps=None) -> dict:
     """Check and time one case. ``impls`` maps "fastconv", "lax_highest", "lax_default" to
     traceable ``fn(x, w, case, spec)`` (inject a stand-in for fastconv in tests). ``R``: None
     for the adaptive R (``choose_reps``, at most ``r_max``), else that R (>= 16; both lowered
     by the memory cap).
-    ``device_time``: also trace the jitted calls for the device span (GPU only)."""
+    ``device_time``: also trace the jitted calls for the device span (GPU only);
+    ``stream_time``: also time them by stream stamps (``measure_stream_time``, GPU only)."""
     import jax
     spec = case.spec()
     d = spec.dims
@@ -703,6 +738,9 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
         "device_us": {}, "kernel_us": {}, "speedup_device_vs_lax_highest": None,
         "speedup_device_vs_lax_default": None, "pct_roofline_device": None,
         "device_time_note": None if device_time else (device_time_skip_note or "not measured"),
+        "stream_us": {}, "speedup_stream_vs_lax_highest": None,
+        "speedup_stream_vs_lax_default": None, "pct_roofline_stream": None,
+        "stream_time_note": None if stream_time else "not measured",
         "rel_err": None, "correct": False, "rel_err_peers": {},
         "status": "ok", "error": None, "samples_us": {},
     }
@@ -750,6 +788,11 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
             except Exception as e:  # noqa: BLE001 - the torch column is optional
                 row["torch_error"] = f"{type(e).__name__}: {e}"[:300]
         del refs
+        if stream_time:
+            st = measure_stream_time(timed, (xs, ws), r, rounds, warmup, stamps=stamps)
+            row["stream_us"] = st["stream_us"]
+            row["stream_samples_us"] = st["stream_samples_us"]
+            row["stream_time_note"] = st["note"]
         if device_time:   # last: nothing else of this case runs after a trace
             dt = measure_device_time(timed, (xs, ws), r)
             row["device_us"] = dt["device_us"]
@@ -766,16 +809,20 @@ def run_case(case: Case, *, impls: dict, ceilings: dict, explain: Callable | Non
             for p in PEERS:
                 row[f"speedup_vs_{p}"] = speedup(row[f"{p}_us"], ours)
             row["pct_roofline"] = pct_of_roofline(floor_s, ours * 1e-6)
-            ours_dev = row["device_us"].get("fastconv")
-            for p in DEVICE_PEERS:
-                row[f"speedup_device_vs_{p}"] = speedup(row["device_us"].get(p), ours_dev)
-            row["pct_roofline_device"] = pct_of_roofline(
-                floor_s, None if ours_dev is None else ours_dev * 1e-6)
+            for clock in ("device", "stream"):
+                times = row[f"{clock}_us"]
+                ours_c = times.get("fastconv")
+                for p in DEVICE_PEERS:
+                    row[f"speedup_{clock}_vs_{p}"] = speedup(times.get(p), ours_c)
+                row[f"pct_roofline_{clock}"] = pct_of_roofline(
+                    floor_s, None if ours_c is None else ours_c * 1e-6)
     except Exception as e:  # noqa: BLE001 - one broken case must not lose the run
         row.update(status="error", error=f"{type(e).__name__}: {e}"[:500], correct=False,
                    fastconv_us=None, speedup_vs_lax_highest=None, speedup_vs_lax_default=None,
                    speedup_vs_torch=None, pct_roofline=None, speedup_device_vs_lax_highest=None,
-                   speedup_device_vs_lax_default=None, pct_roofline_device=None)
+                   speedup_device_vs_lax_default=None, pct_roofline_device=None,
+                   speedup_stream_vs_lax_highest=None, speedup_stream_vs_lax_default=None,
+                   pct_roofline_stream=None)
     finally:
         del xs, ws
     return row
@@ -883,6 +930,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
     if mem_cap_gb is None:
         mem_cap_gb = DEFAULT_MEM_CAP_GB if on_gpu else CPU_MEM_CAP_GB
     trace_device = bool(device_time and on_gpu)
+    stream_device = trace_device and _stream_stamp.available()
     r_max = GPU_MAX_R if on_gpu else MAX_R
     device_skip_note = (None if trace_device else
                         "not measured: no GPU" if not on_gpu else
@@ -962,6 +1010,12 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                       "clustered at idle gaps, one cluster per call; device_us = median "
                       "(cluster end - start) / R, kernel_us = median (sum of kernel "
                       "durations) / R"},
+        "stream_time": {
+            "measured": stream_device,
+            "note": None if stream_device else device_skip_note or "stream stamps not built",
+            "method": "CUDA events recorded on XLA's stream by custom calls before and after "
+                      "the R convolutions of each jitted call (stream_stamp), interleaved "
+                      "rounds as for wall/R; stream_us = median (event time) / R"},
         "ceilings": ceilings, "complete": False,
         "peers": dict(PEER_LABELS),
         "method": __doc__.split("Method (design.md, \"Measuring\"):", 1)[-1].strip(),
@@ -994,7 +1048,8 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
         row = run_case(case, impls=impls, ceilings=ceilings, explain=explain, R=R,
                        rounds=rounds, warmup=warmup, mem_cap_bytes=mem_cap_gb * 1e9,
                        max_bytes=max_bytes, use_torch=use_torch, device_time=trace_device,
-                       device_time_skip_note=device_skip_note, seed=i, r_max=r_max)
+                       device_time_skip_note=device_skip_note, stream_time=stream_device,
+                       seed=i, r_max=r_max)
         row["case_seconds"] = round(time.perf_counter() - t_case, 2)  # harness cost, not a timing
         result["cases"].append(row)
         if row["status"] == "wrong":

@@ -23,6 +23,7 @@ PEER_LABELS = {
 DEVICE_PEERS = ("lax_highest", "lax_default")
 WALL_LABEL = "wall/R (prescribed)"
 DEVICE_LABEL = "device span (CUPTI)"
+STREAM_LABEL = "stream span (CUDA events)"
 
 META_KEYS = {
     "schema_version": int, "device": str, "platform": str, "gpu_found": bool,
@@ -89,8 +90,9 @@ def geomean(values: Iterable[float | None]) -> float | None:
 def summarize(cases: Sequence[dict]) -> dict:
     """Geometric means of the speedups and of % of roofline, per set, per set x batch and
     per set x batch x layout (this last only when a set ran in more than one layout): wall/R
-    (``geomean_speedup_vs_*``, ``geomean_pct_roofline``) and device span
-    (``geomean_speedup_device_vs_*``, ``geomean_pct_roofline_device``; None where no case
+    (``geomean_speedup_vs_*``, ``geomean_pct_roofline``), device span
+    (``geomean_speedup_device_vs_*``, ``geomean_pct_roofline_device``) and stream span
+    (``geomean_speedup_stream_vs_*``, ``geomean_pct_roofline_stream``; None where no case
     has one)."""
     def block(rows):
         ok = [r for r in rows if r.get("status") == "ok" and r.get("correct")]
@@ -103,11 +105,13 @@ def summarize(cases: Sequence[dict]) -> dict:
             out[f"geomean_speedup_vs_{p}"] = geomean(vals)
             out[f"n_vs_{p}"] = sum(1 for v in vals if v is not None)
         out["geomean_pct_roofline"] = geomean(r.get("pct_roofline") for r in ok)
-        for p in DEVICE_PEERS:
-            vals = [r.get(f"speedup_device_vs_{p}") for r in ok]
-            out[f"geomean_speedup_device_vs_{p}"] = geomean(vals)
-            out[f"n_device_vs_{p}"] = sum(1 for v in vals if v is not None)
-        out["geomean_pct_roofline_device"] = geomean(r.get("pct_roofline_device") for r in ok)
+        for clock in ("device", "stream"):
+            for p in DEVICE_PEERS:
+                vals = [r.get(f"speedup_{clock}_vs_{p}") for r in ok]
+                out[f"geomean_speedup_{clock}_vs_{p}"] = geomean(vals)
+                out[f"n_{clock}_vs_{p}"] = sum(1 for v in vals if v is not None)
+            out[f"geomean_pct_roofline_{clock}"] = geomean(
+                r.get(f"pct_roofline_{clock}") for r in ok)
         out["wins_vs_lax_highest"] = sum(1 for r in ok if (r.get("speedup_vs_lax_highest") or 0) > 1)
         return out
 
@@ -153,9 +157,11 @@ def roofline_coverage(cases: Sequence[dict], floor_min_us: float,
                   "host_us": {k: _wall_minus_device(c, k) for k in ("fastconv", "lax_highest")}}
                  for c in dev if c["pct_roofline_device"] >= pct
                  and (c.get("pct_roofline") or 0.0) < pct]
+    stream = [c["pct_roofline_stream"] for c in big if c.get("pct_roofline_stream") is not None]
     return {"floor_min_us": floor_min_us, "pct": pct, "cases": len(big), "wall": wall,
             "device": sum(1 for c in dev if c["pct_roofline_device"] >= pct),
-            "with_device": len(dev), "below": below, "wall_only": wall_only}
+            "with_device": len(dev), "stream": sum(1 for p in stream if p >= pct),
+            "with_stream": len(stream), "below": below, "wall_only": wall_only}
 
 
 def _wall_minus_device(c: dict, impl: str) -> float | None:
@@ -177,6 +183,8 @@ def coverage_lines(cases: Sequence[dict]) -> list[str]:
             continue
         dev = (f", {cv['device']} of {cv['with_device']} in {DEVICE_LABEL}"
                if cv["with_device"] else "")
+        dev += (f", {cv['stream']} of {cv['with_stream']} in {STREAM_LABEL}"
+                if cv["with_stream"] else "")
         text = (f"{s}: of the {cv['cases']} cases with a floor >= {cv['floor_min_us']:g} us, "
                 f"{cv['wall']} reach {cv['pct']:g}% of the roofline in {WALL_LABEL}{dev}")
         if cv["below"]:
@@ -299,10 +307,11 @@ def case_label(c: dict) -> str:
     return f"N{c['N']} C{c['C']} {hw} M{c['M']} K{k}{st} {c['padding'][0]} {c['layout']}"
 
 
-def has_device_time(result: dict) -> bool:
-    """Whether any case of the result has a device span (a number, not None)."""
+def has_device_time(result: dict, clock: str = "device") -> bool:
+    """Whether any case of the result has a device span (``clock="stream"``: a stream span),
+    a number, not None."""
     return any(v is not None for c in result.get("cases", [])
-               for v in (c.get("device_us") or {}).values())
+               for v in (c.get(f"{clock}_us") or {}).values())
 
 
 def format_table(result: dict) -> str:
@@ -313,6 +322,9 @@ def format_table(result: dict) -> str:
             "xtorch", "%roof"]
     if dev:
         cols += ["dev us", "dev xlaxH", "dev xlaxD", "dev %roof"]
+    stream = has_device_time(result, "stream")
+    if stream:
+        cols += ["str us", "str xlaxH", "str %roof"]
     cols += ["rel_err", "method"]
     rows = []
     for c in result["cases"]:
@@ -334,6 +346,10 @@ def format_table(result: dict) -> str:
                       _f(c.get("speedup_device_vs_lax_highest"), "{:.2f}"),
                       _f(c.get("speedup_device_vs_lax_default"), "{:.2f}"),
                       _f(c.get("pct_roofline_device"), "{:.1f}")]
+        if stream:
+            cells += [_f((c.get("stream_us") or {}).get("fastconv")),
+                      _f(c.get("speedup_stream_vs_lax_highest"), "{:.2f}"),
+                      _f(c.get("pct_roofline_stream"), "{:.1f}")]
         cells += [_f(c["rel_err"], "{:.1e}"), c.get("method") or "-"]
         rows.append((c["set"], cells))
     full = [r for _, r in rows if len(r) == len(cols)]
@@ -356,7 +372,8 @@ def format_table(result: dict) -> str:
         out.append(line(r))
     out.append("")
     if dev:
-        out.append(f"us = {WALL_LABEL} per conv; dev = {DEVICE_LABEL} per conv.")
+        out.append(f"us = {WALL_LABEL} per conv; dev = {DEVICE_LABEL} per conv"
+                   + (f"; str = {STREAM_LABEL} per conv." if stream else "."))
     out.append(format_summary(result))
     return "\n".join(out)
 
@@ -368,11 +385,15 @@ def format_summary(result: dict) -> str:
             "geo %roof"]
     if dev:
         head += ["dev xlaxH", "dev xlaxD(TF32)", "dev %roof"]
+    stream = has_device_time(result, "stream")
+    if stream:
+        head += ["str xlaxH", "str xlaxD(TF32)", "str %roof"]
     items = list(summ["by_set"].items()) + list(summ["by_set_batch"].items())
     kw = max([len(head[0])] + [len(k) for k, _ in items])
     head[0] = head[0].ljust(kw)
     lines = ["Geometric means over correct, timed cases (x > 1: fastconv faster"
-             + (f"; geo = {WALL_LABEL}, dev = {DEVICE_LABEL}" if dev else "") + "):",
+             + (f"; geo = {WALL_LABEL}, dev = {DEVICE_LABEL}" if dev else "")
+             + (f", str = {STREAM_LABEL}" if stream else "") + "):",
              "  ".join(head)]
     for key, b in items:
         cells = [
@@ -387,6 +408,11 @@ def format_summary(result: dict) -> str:
                 _f(b.get("geomean_speedup_device_vs_lax_highest"), "{:.2f}").rjust(len(head[8])),
                 _f(b.get("geomean_speedup_device_vs_lax_default"), "{:.2f}").rjust(len(head[9])),
                 _f(b.get("geomean_pct_roofline_device"), "{:.1f}").rjust(len(head[10]))]
+        if stream:
+            cells += [_f(b.get(f"geomean_{k}"), "{:.2f}" if "speedup" in k else "{:.1f}")
+                      .rjust(len(head[len(cells)]))
+                      for k in ("speedup_stream_vs_lax_highest", "speedup_stream_vs_lax_default",
+                                "pct_roofline_stream")]
         lines.append("  ".join(cells))
     return "\n".join(lines)
 
@@ -408,10 +434,11 @@ def _r_text(m: dict, cases: Sequence[dict]) -> str:
 
 def markdown_summary(result: dict) -> str:
     """A Markdown table of the geomeans per set x batch, for the README: the wall/R speedups
-    and, when any case has one, the device-span speedups next to them."""
+    and, when any case has one, the device-span and stream-span speedups next to them."""
     m = result["meta"]
     summ = result.get("summary") or summarize(result["cases"])
     dev = has_device_time(result)
+    stream = has_device_time(result, "stream")
     dt = m.get("device_time") or {}
     if dev:
         dev_text = (f" {DEVICE_LABEL}: GPU kernel span of each jitted call from a CUPTI trace, "
@@ -423,6 +450,11 @@ def markdown_summary(result: dict) -> str:
         dev_text = f" {DEVICE_LABEL}: no case got one (see device_time_note per case)."
     else:
         dev_text = ""
+    if stream:
+        dev_text += (f" {STREAM_LABEL}: CUDA events recorded on XLA's stream before and after "
+                     "the R convolutions of each call, / R, median of the rounds: device time "
+                     "as XLA runs the call (CUDA graphs, gaps between kernels), without its "
+                     "host-side argument and result handling and without a profiler.")
     lines = [
         f"Device: {m['device']} ({m['platform']}), jax {m['jax_version']}, {m['date'][:10]}, "
         f"commit {','.join(c[:10] for c in (m.get('git_commit') or 'unknown').split(','))}. "
@@ -436,19 +468,14 @@ def markdown_summary(result: dict) -> str:
         "not the same arithmetic.",
         "",
     ]
-    if dev:
-        lines += [
-            f"| set | batch | cases | {WALL_LABEL}: vs lax HIGHEST | vs lax DEFAULT (TF32) "
-            f"| vs torch/cuDNN fp32 | % of roofline | {DEVICE_LABEL}: vs lax HIGHEST "
-            "| vs lax DEFAULT (TF32) | % of roofline |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-    else:
-        lines += [
-            "| set | batch | cases | vs lax HIGHEST | vs lax DEFAULT (TF32) | vs torch/cuDNN fp32 "
-            "| % of roofline |",
-            "|---|---:|---:|---:|---:|---:|---:|",
-        ]
+    clocks = [(label, c) for label, c, on in ((DEVICE_LABEL, "device", dev),
+                                               (STREAM_LABEL, "stream", stream)) if on]
+    wall_head = f"{WALL_LABEL}: vs lax HIGHEST" if clocks else "vs lax HIGHEST"
+    head = (f"| set | batch | cases | {wall_head} | vs lax DEFAULT (TF32) | vs torch/cuDNN fp32 "
+            "| % of roofline |")
+    for label, _ in clocks:
+        head += f" {label}: vs lax HIGHEST | vs lax DEFAULT (TF32) | % of roofline |"
+    lines += [head, "|---|---:|---:|---:|---:|---:|---:|" + "---:|" * (3 * len(clocks))]
     for key, b in summ["by_set_batch"].items():
         s, bb = key.rsplit("/b", 1)
         row = (
@@ -458,10 +485,10 @@ def markdown_summary(result: dict) -> str:
             f" | {_f(b['geomean_speedup_vs_lax_default'], '{:.2f}x')}"
             f" | {_f(b['geomean_speedup_vs_torch'], '{:.2f}x')}"
             f" | {_f(b['geomean_pct_roofline'], '{:.1f}%')} |")
-        if dev:
-            row += (f" {_f(b.get('geomean_speedup_device_vs_lax_highest'), '{:.2f}x')}"
-                    f" | {_f(b.get('geomean_speedup_device_vs_lax_default'), '{:.2f}x')}"
-                    f" | {_f(b.get('geomean_pct_roofline_device'), '{:.1f}%')} |")
+        for _, c in clocks:
+            row += (f" {_f(b.get(f'geomean_speedup_{c}_vs_lax_highest'), '{:.2f}x')}"
+                    f" | {_f(b.get(f'geomean_speedup_{c}_vs_lax_default'), '{:.2f}x')}"
+                    f" | {_f(b.get(f'geomean_pct_roofline_{c}'), '{:.1f}%')} |")
         lines.append(row)
     cover = coverage_lines(result.get("cases", []))
     if cover:
@@ -503,6 +530,9 @@ def plot_result(result: dict, path: str) -> str | None:
         if c.get("speedup_device_vs_lax_highest"):
             ax1.plot([i], [c["speedup_device_vs_lax_highest"]], "D", color="k", mfc="none",
                      ms=3.5)
+        if c.get("speedup_stream_vs_lax_highest"):
+            ax1.plot([i], [c["speedup_stream_vs_lax_highest"]], "^", color="tab:green",
+                     mfc="none", ms=3.5)
         if c["pct_roofline"]:
             ax2.bar(i, c["pct_roofline"], color=col, width=0.8)
         lh = (c.get("pct_roofline_by_impl") or {}).get("lax_highest")
@@ -514,7 +544,8 @@ def plot_result(result: dict, path: str) -> str | None:
     fig.suptitle(f"jax_fastconv on {result['meta']['device']} ({result['meta']['date'][:10]})",
                  fontsize=10)
     ax1.set_title("speedup (wall/R): bars vs lax HIGHEST, v vs lax DEFAULT (TF32), o vs "
-                  "torch/cuDNN fp32; diamond: device span (CUPTI) vs lax HIGHEST; red x = "
+                  "torch/cuDNN fp32; diamond: device span (CUPTI), triangle: stream span (CUDA "
+                  "events) vs lax HIGHEST; red x = "
                   "wrong (not timed)", fontsize=8)
     ax2.set_yscale("log")
     ax2.set_ylabel("% of roofline (floor / time)")

@@ -7,11 +7,13 @@ from typing import Callable
 
 
 def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
-                     sync: Callable | None = None) -> dict[str, list[float]]:
+                     sync: Callable | None = None,
+                     read: Callable[[str], float] | None = None) -> dict[str, list[float]]:
     """Per-call microseconds of each round for every fn in ``fns``: wall time of one call of R
-    convs / R. Interleaved: each warm-up and each timed round calls every fn once, in the
-    order of ``fns``, so whatever slows the machine for a while slows all of them alike. The
-    previous call's outputs are freed before the next call."""
+    convs / R, or, with ``read``, ``read(name)`` (the call's microseconds by another clock,
+    read once the call is synced) / R. Interleaved: each warm-up and each timed round calls
+    every fn once, in the order of ``fns``, so whatever slows the machine for a while slows all
+    of them alike. The previous call's outputs are freed before the next call."""
     if sync is None:
         import jax
         sync = jax.block_until_ready
@@ -29,7 +31,8 @@ def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
             t0 = time.perf_counter()
             out = fns[n](*args)
             sync(out)
-            times[n].append((time.perf_counter() - t0) * 1e6 / R)
+            us = (time.perf_counter() - t0) * 1e6 if read is None else read(n)
+            times[n].append(us / R)
     del out
     return times
 
