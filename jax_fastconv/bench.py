@@ -37,7 +37,7 @@ Method (design.md, "Measuring"):
   call's kernels). When the clusters do not match the calls, or the trace fails, the case
   gets None and says why in ``device_time_note``. torch has no device span (its CUDA-event
   time is its own column).
-* Stream span (CUDA events, on a GPU, with the device span): after the wall rounds, each
+* Stream span (CUDA events, on a GPU; ``--no-stream-time`` skips it): after the wall rounds, each
   jitted impl again with a stream stamp before its R convolutions and one after them
   (``stream_stamp``: custom calls that record CUDA events on XLA's stream; an
   optimization barrier holds every input until the first, the second takes every output),
@@ -909,7 +909,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                   R: int | None = None, rounds: int = DEFAULT_ROUNDS,
                   warmup: int = DEFAULT_WARMUP, mem_cap_gb: float | None = None,
                   max_gb: float | None = None, use_torch: bool | None = None,
-                  device_time: bool = True,
+                  device_time: bool = True, stream_time: bool = True,
                   ceilings: dict | None = None, overheads: bool = True, plot: bool = True,
                   progress: bool = True, tag: str | None = None, extra_meta: dict | None = None,
                   log: Callable[[str], None] = print) -> dict:
@@ -918,7 +918,8 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
 
     ``R``: None for the adaptive R per case (``choose_reps``), else a fixed R >= 16.
     ``mem_cap_gb``: None for 12 on a GPU, 2 on a CPU. ``device_time``: trace each case for
-    the device span (only on a GPU)."""
+    the device span (only on a GPU); ``stream_time``: time each case by stream stamps too
+    (only on a GPU with the CUDA module)."""
     import jax
     if R is not None and R < MIN_R:
         raise ValueError(f"R must be >= {MIN_R}, got {R}")
@@ -930,7 +931,11 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
     if mem_cap_gb is None:
         mem_cap_gb = DEFAULT_MEM_CAP_GB if on_gpu else CPU_MEM_CAP_GB
     trace_device = bool(device_time and on_gpu)
-    stream_device = trace_device and _stream_stamp.available()
+    stream_device = bool(stream_time and on_gpu and _stream_stamp.available())
+    stream_skip_note = (None if stream_device else
+                        "not measured: no GPU" if not on_gpu else
+                        "not measured (--no-stream-time)" if not stream_time else
+                        "not measured: the CUDA module has no stream stamps")
     r_max = GPU_MAX_R if on_gpu else MAX_R
     device_skip_note = (None if trace_device else
                         "not measured: no GPU" if not on_gpu else
@@ -1012,7 +1017,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                       "durations) / R"},
         "stream_time": {
             "measured": stream_device,
-            "note": None if stream_device else device_skip_note or "stream stamps not built",
+            "note": stream_skip_note,
             "method": "CUDA events recorded on XLA's stream by custom calls before and after "
                       "the R convolutions of each jitted call (stream_stamp), interleaved "
                       "rounds as for wall/R; stream_us = median (event time) / R"},
@@ -1121,6 +1126,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip cases whose R calls (R after the memory cap) need more than this "
                         "(default 40%% of the device memory)")
     p.add_argument("--no-torch", action="store_true", help="leave out the torch/cuDNN column")
+    p.add_argument("--no-stream-time", action="store_true",
+                   help="skip the stream span (CUDA events recorded on XLA's stream around each "
+                        "call's convolutions; on a GPU only)")
     p.add_argument("--no-device-time", action="store_true",
                    help="no CUPTI device span per case (on a GPU it is on by default)")
     p.add_argument("--no-plot", action="store_true", help="no PNG")
@@ -1199,6 +1207,7 @@ def cli_main(args) -> int:
         cases, out_dir=args.out, R=args.reps, rounds=rounds, warmup=args.warmup,
         mem_cap_gb=args.mem_cap_gb, max_gb=args.max_gb, use_torch=use_torch and on_gpu,
         device_time=not getattr(args, "no_device_time", False),
+        stream_time=not getattr(args, "no_stream_time", False),
         plot=not args.no_plot, progress=not args.no_progress, tag=args.tag,
         extra_meta={"argv": sys.argv[1:], "quick": bool(args.quick)})
     print(format_table(result))
