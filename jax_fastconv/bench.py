@@ -25,7 +25,7 @@ Method (design.md, "Measuring"):
   bytes) is kept under ``--mem-cap-gb`` (default 12 on a GPU, 2 on a CPU) by lowering R, but
   never below 16; a case where R = 16 is over the cap says so in ``note``, and one over the
   hard guard (``--max-gb``, default 40% of device memory) is skipped. Each case records its R.
-* Device span (CUPTI, on a GPU; ``--no-device-time`` skips it): after the wall rounds, one
+* Device span (CUPTI, on a GPU, with ``--device-time``): after the wall and stream rounds, one
   ``jax.profiler`` trace per case in which the compiled calls run 3 times each, interleaved,
   each followed by ``block_until_ready`` and a 10 ms sleep. The GPU stream kernel events are
   sorted by start and split into clusters at gaps > 1.5 ms; when there are as many clusters
@@ -909,7 +909,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                   R: int | None = None, rounds: int = DEFAULT_ROUNDS,
                   warmup: int = DEFAULT_WARMUP, mem_cap_gb: float | None = None,
                   max_gb: float | None = None, use_torch: bool | None = None,
-                  device_time: bool = True, stream_time: bool = True,
+                  device_time: bool = False, stream_time: bool = True,
                   ceilings: dict | None = None, overheads: bool = True, plot: bool = True,
                   progress: bool = True, tag: str | None = None, extra_meta: dict | None = None,
                   log: Callable[[str], None] = print) -> dict:
@@ -939,7 +939,7 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
     r_max = GPU_MAX_R if on_gpu else MAX_R
     device_skip_note = (None if trace_device else
                         "not measured: no GPU" if not on_gpu else
-                        "not measured (--no-device-time)")
+                        "not measured (no --device-time)")
     if impls is None:
         impls, explain0 = default_impls()
         explain = explain if explain is not None else explain0
@@ -1129,8 +1129,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-stream-time", action="store_true",
                    help="skip the stream span (CUDA events recorded on XLA's stream around each "
                         "call's convolutions; on a GPU only)")
-    p.add_argument("--no-device-time", action="store_true",
-                   help="no CUPTI device span per case (on a GPU it is on by default)")
+    p.add_argument("--device-time", action="store_true",
+                   help="also trace each case with the profiler (CUPTI) for the device span and "
+                        "kernel names (on a GPU; off by default: the stream span measures device "
+                        "time without a profiler, and one H200 run with both lost the device "
+                        "spans after 30 cases to a profile over 2 GB)")
+    p.add_argument("--no-device-time", action="store_true", help=argparse.SUPPRESS)  # the old default
     p.add_argument("--no-plot", action="store_true", help="no PNG")
     p.add_argument("--sets-file", default=None, help="another layers.json")
     p.add_argument("--list-sets", action="store_true", help="print the sets and exit")
@@ -1206,7 +1210,7 @@ def cli_main(args) -> int:
     result = run_benchmark(
         cases, out_dir=args.out, R=args.reps, rounds=rounds, warmup=args.warmup,
         mem_cap_gb=args.mem_cap_gb, max_gb=args.max_gb, use_torch=use_torch and on_gpu,
-        device_time=not getattr(args, "no_device_time", False),
+        device_time=args.device_time and not args.no_device_time,
         stream_time=not getattr(args, "no_stream_time", False),
         plot=not args.no_plot, progress=not args.no_progress, tag=args.tag,
         extra_meta={"argv": sys.argv[1:], "quick": bool(args.quick)})

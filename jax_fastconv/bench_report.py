@@ -134,41 +134,54 @@ def summarize(cases: Sequence[dict]) -> dict:
     return out
 
 
+def _device_clock(c: dict) -> str | None:
+    """The device clock a case's coverage is read in: "device" (CUPTI span) where it has one,
+    else "stream" (stream span), else None (wall/R only)."""
+    for clock in ("device", "stream"):
+        if c.get(f"pct_roofline_{clock}") is not None:
+            return clock
+    return None
+
+
 def roofline_coverage(cases: Sequence[dict], floor_min_us: float,
                       pct: float = COVERAGE_PCT) -> dict:
     """Of the correct cases with floor_us >= floor_min_us: how many reach `pct` % of the
-    roofline in wall/R and in device span, and the labels (with their device %, else wall %)
-    of those that do not in device span (in wall/R where a case has no device span)."""
+    roofline in wall/R, in device span and in stream span, and the labels (with their device
+    %, else stream %, else wall %) of those that do not in their device clock (``_device_clock``;
+    in wall/R where a case has neither span)."""
     big = [c for c in cases if c.get("status") == "ok" and c.get("correct")
            and c["floor_us"] >= floor_min_us]
     wall = sum(1 for c in big if (c.get("pct_roofline") or 0.0) >= pct)
     dev = [c for c in big if c.get("pct_roofline_device") is not None]
+    stream = [c for c in big if c.get("pct_roofline_stream") is not None]
     below = []
     for c in big:
-        p = c.get("pct_roofline_device")
-        p = c.get("pct_roofline") if p is None else p
+        clock = _device_clock(c)
+        p = c.get(f"pct_roofline_{clock}" if clock else "pct_roofline")
         if (p or 0.0) < pct:
             below.append(f"{case_label(c)} {_f(p, '{:.1f}')}%"
                          + (" (lax)" if c.get("path") == "lax" else ""))
-    # below in wall/R only: what wall/R adds to the device span there, for us and for lax
+    # below in wall/R only: what wall/R adds to the device clock there, for us and for lax
     # HIGHEST (the jitted call's host-side cost, shared by both when it is the cause)
     wall_only = [{"label": case_label(c), "wall": c.get("pct_roofline"),
-                  "device": c["pct_roofline_device"],
+                  "device": c[f"pct_roofline_{_device_clock(c)}"],
                   "host_us": {k: _wall_minus_device(c, k) for k in ("fastconv", "lax_highest")}}
-                 for c in dev if c["pct_roofline_device"] >= pct
+                 for c in big if _device_clock(c)
+                 and c[f"pct_roofline_{_device_clock(c)}"] >= pct
                  and (c.get("pct_roofline") or 0.0) < pct]
-    stream = [c["pct_roofline_stream"] for c in big if c.get("pct_roofline_stream") is not None]
     return {"floor_min_us": floor_min_us, "pct": pct, "cases": len(big), "wall": wall,
             "device": sum(1 for c in dev if c["pct_roofline_device"] >= pct),
-            "with_device": len(dev), "stream": sum(1 for p in stream if p >= pct),
+            "with_device": len(dev),
+            "stream": sum(1 for c in stream if c["pct_roofline_stream"] >= pct),
             "with_stream": len(stream), "below": below, "wall_only": wall_only}
 
 
 def _wall_minus_device(c: dict, impl: str) -> float | None:
-    """wall/R minus the device span of one impl in a case, us per conv (None if either is
-    missing)."""
+    """wall/R minus the device clock (``_device_clock``) of one impl in a case, us per conv
+    (None if either is missing)."""
     wall = c.get(f"{impl}_us")
-    dev = (c.get("device_us") or {}).get(impl)
+    clock = _device_clock(c)
+    dev = (c.get(f"{clock}_us") or {}).get(impl) if clock else None
     return None if wall is None or dev is None else wall - dev
 
 
@@ -188,9 +201,10 @@ def coverage_lines(cases: Sequence[dict]) -> list[str]:
         text = (f"{s}: of the {cv['cases']} cases with a floor >= {cv['floor_min_us']:g} us, "
                 f"{cv['wall']} reach {cv['pct']:g}% of the roofline in {WALL_LABEL}{dev}")
         if cv["below"]:
-            text += "; below (device %, else wall %): " + "; ".join(cv["below"])
+            text += ("; below (device %, else stream %, else wall %): "
+                     + "; ".join(cv["below"]))
         if cv["wall_only"]:
-            text += ("; below in wall/R only (wall % / device %): "
+            text += ("; below in wall/R only (wall % / device or stream %): "
                      + "; ".join(f"{w['label']} {_f(w['wall'], '{:.1f}')}% / "
                                  f"{w['device']:.1f}%" for w in cv["wall_only"]))
             spans = []
@@ -199,8 +213,8 @@ def coverage_lines(cases: Sequence[dict]) -> list[str]:
                 if v:
                     spans.append(f"{PEER_LABELS.get(impl, impl)} {min(v):.1f}-{max(v):.1f} us")
             if spans:
-                text += ("; there wall/R minus device span per conv (the jitted call's host "
-                         "cost): " + ", ".join(spans))
+                text += ("; there wall/R minus device (or stream) span per conv (the jitted "
+                         "call's host cost): " + ", ".join(spans))
         lines.append(text + ".")
     return lines
 

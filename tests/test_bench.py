@@ -318,9 +318,11 @@ def test_register_cli():
     assert {c.layout for c in cases} == {"NHWC", "NCHW"}
     assert {c.N for c in cases} == {8}
     assert any(c.set == "custom" for c in cases)
-    assert a.reps is None and a.mem_cap_gb is None and a.no_device_time is False  # adaptive R
-    a = p.parse_args(["bench", "--reps", "48", "--no-device-time", "--mem-cap-gb", "4"])
-    assert a.reps == 48 and a.no_device_time is True and a.mem_cap_gb == 4.0
+    assert a.reps is None and a.mem_cap_gb is None    # adaptive R
+    assert a.device_time is False and a.no_stream_time is False     # stream span, no trace
+    a = p.parse_args(["bench", "--reps", "48", "--device-time", "--no-stream-time",
+                      "--mem-cap-gb", "4"])
+    assert a.reps == 48 and a.device_time and a.no_stream_time and a.mem_cap_gb == 4.0
 
 
 # -- adaptive R ---------------------------------------------------------------------------
@@ -556,7 +558,7 @@ def test_run_benchmark_device_plumbing(tmp_path, monkeypatch):
     res = bench.run_benchmark(TINY[:1], out_dir=str(tmp_path), impls=dict(STANDIN),
                               explain=None, R=16, rounds=1, warmup=0, ceilings=dict(CEIL),
                               use_torch=False, overheads=False, plot=False, progress=False,
-                              tag="d", log=lambda s: None)
+                              tag="d", log=lambda s: None, device_time=True)
     d = json.loads(next(tmp_path.glob("bench-d-*.json")).read_text())
     assert validate_result(d) and d["meta"]["device_time"]["measured"] is True
     assert d["meta"]["mem_cap_bytes"] == bench.DEFAULT_MEM_CAP_GB * 1e9
@@ -572,7 +574,7 @@ def test_run_benchmark_device_plumbing(tmp_path, monkeypatch):
                                device_time=False, overheads=False, plot=False,
                                progress=False, log=lambda s: None)
     assert res2["cases"][0]["device_us"] == {}
-    assert res2["cases"][0]["device_time_note"] == "not measured (--no-device-time)"
+    assert res2["cases"][0]["device_time_note"] == "not measured (no --device-time)"
 
 
 @pytest.mark.gpu
@@ -732,7 +734,8 @@ def test_roofline_coverage_counts_and_misses():
         "wall/R (prescribed), 2 of 3 in device span (CUPTI); below")
     # the device-only case (C = 128) is listed with wall % / device %; no times: no span line
     assert [w["label"] for w in cv["wall_only"]] == ["N1 C128 56^2 M64 K3 V NHWC"]
-    assert "below in wall/R only (wall % / device %): N1 C128 56^2 M64 K3 V NHWC 65.0% / 72.0%" \
+    assert ("below in wall/R only (wall % / device or stream %): N1 C128 56^2 M64 K3 V NHWC "
+            "65.0% / 72.0%") \
         in lines[0] and "host cost" not in lines[0]
 
 
@@ -748,8 +751,29 @@ def test_roofline_coverage_wall_only_host_cost():
     assert [w["host_us"] for w in cv["wall_only"]] == [
         {"fastconv": 16.0, "lax_highest": 14.0}, {"fastconv": 14.0, "lax_highest": 13.0}]
     line = bench_report.coverage_lines(rows)[0]
-    assert line.endswith("there wall/R minus device span per conv (the jitted call's host "
-                         "cost): fastconv 14.0-16.0 us, lax HIGHEST (fp32) 13.0-14.0 us.")
+    assert line.endswith("there wall/R minus device (or stream) span per conv (the jitted "
+                         "call's host cost): fastconv 14.0-16.0 us, lax HIGHEST (fp32) "
+                         "13.0-14.0 us.")
+
+
+def test_roofline_coverage_in_stream_span():
+    """Cases with a stream span and no CUPTI span (a run without the trace): counted in the
+    stream span, listed with their stream %, and the host cost read against it."""
+    def row(wall, stream, C):
+        return dict(_cov_row("paper-single", 10.0, wall, None, C=C), pct_roofline_stream=stream,
+                    fastconv_us=20.0, lax_highest_us=50.0,
+                    stream_us={"fastconv": 12.0, "lax_highest": 41.0})
+    rows = [row(40.0, 75.0, 1), row(30.0, 55.0, 2), dict(_cov_row("paper-single", 10.0, 72.0,
+                                                                  None, C=3))]
+    cv = bench_report.roofline_coverage(rows, 8.0)
+    assert (cv["cases"], cv["wall"], cv["device"], cv["with_device"]) == (3, 1, 0, 0)
+    assert (cv["stream"], cv["with_stream"]) == (1, 2)
+    assert cv["below"] == ["N1 C2 56^2 M64 K3 V NHWC 55.0%"]
+    assert [(w["label"], w["device"], w["host_us"]) for w in cv["wall_only"]] == [
+        ("N1 C1 56^2 M64 K3 V NHWC", 75.0, {"fastconv": 8.0, "lax_highest": 9.0})]
+    line = bench_report.coverage_lines(rows)[0]
+    assert ("1 reach 70% of the roofline in wall/R (prescribed), 1 of 2 in stream span "
+            "(CUDA events); below (device %, else stream %, else wall %): N1 C2") in line
 
 
 @pytest.mark.parametrize("path,measured,method,extra", [
