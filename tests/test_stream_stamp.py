@@ -16,11 +16,9 @@ import pytest
 from jax_fastconv import bench, stream_stamp
 from jax_fastconv.bench import Case
 from jax_fastconv.bench_report import summarize, validate_result
+from test_bench import CEIL, STANDIN, TINY as TINY_CASES
 
-CEIL = {"copy_bytes_per_s": 1e12, "gemm_flop_per_s": 1e12}
-TINY = Case("tiny", 1, 1, 8, 8, 4, 3, 3, layout="NHWC")
-STANDIN = {"fastconv": bench._lax_impl("HIGHEST"), "lax_highest": bench._lax_impl("HIGHEST"),
-           "lax_default": bench._lax_impl("DEFAULT")}
+TINY = TINY_CASES[0]
 # Stream span per conv (us) the stand-in reports for each impl, in the order run_case times them.
 FAKE_US = {"fastconv": 2.0, "lax_highest": 5.0, "lax_default": 4.0}
 
