@@ -1211,7 +1211,7 @@ def cli_main(args) -> int:
         cases, out_dir=args.out, R=args.reps, rounds=rounds, warmup=args.warmup,
         mem_cap_gb=args.mem_cap_gb, max_gb=args.max_gb, use_torch=use_torch and on_gpu,
         device_time=args.device_time and not args.no_device_time,
-        stream_time=not getattr(args, "no_stream_time", False),
+        stream_time=not args.no_stream_time,
         plot=not args.no_plot, progress=not args.no_progress, tag=args.tag,
         extra_meta={"argv": sys.argv[1:], "quick": bool(args.quick)})
     print(format_table(result))
