@@ -25,6 +25,10 @@ timed and the faster one is used from then on:
 * patchify layers (stride = kernel size, windows inside the map) that a kernel covers are
   timed the same way against the patch GEMM (patch_gemm.py, ``choose_gemm``): neither won on
   every ConvNeXt stem / downsampling shape on the H100 (benchmarks/notes/patch_gemm.md);
+* ``JAX_FASTCONV_AUTOTUNE_CLOCK=stream`` times these two choices by stream stamps instead
+  (stream_stamp.py: CUDA events on XLA's stream around the R convolutions, device time
+  without the call's host cost; its choices are cached under their own keys). Opt-in: the
+  benchmark's stream span ran on an H200, this use of it not yet;
 * ``JAX_FASTCONV_AUTOTUNE=0`` turns it off (always the kernel, e.g. to test the kernels);
 * a lax choice keeps float32 accuracy: lax runs at ``Precision.HIGHEST`` whatever precision
   the caller passed (DEFAULT would be TF32 on Hopper).
@@ -58,9 +62,18 @@ import os
 import threading
 from pathlib import Path
 
+from . import stream_stamp
 from .timing import random_pairs, time_interleaved
 
 ENV = "JAX_FASTCONV_AUTOTUNE"
+# The clock of the kernel/lax and kernel/GEMM choices: "wall" (default: the wall time of the
+# compiled call) or "stream" (stream_stamp's CUDA events around the call's R convolutions:
+# device time without the call's host cost, which on small layers is most of the wall time and
+# blurs near-ties). "stream" has not yet been run on a GPU inside the autotuner (the
+# benchmark's stream span has): opt in until it has.
+CLOCK_ENV = "JAX_FASTCONV_AUTOTUNE_CLOCK"
+STREAM_NOTE = "clock: stream span"
+STREAM_SLOT = 32   # the autotuner's stamp slots (32-35); the benchmark's are 0-5
 # worth_measuring(): the region where lax HIGHEST beat the kernel on the H200 (b32 K3/K5).
 MIN_TAPS = 9
 MIN_CHANNELS = 32
@@ -110,12 +123,20 @@ class Choice:
             return f"not measured ({self.note})"
         name = RIVAL_NAMES[self.rival]
         won = "kernel" if self.use_kernel else name
+        clock = " of device time (stream span)" if self.note == STREAM_NOTE else ""
         return (f"measured on this device: kernel {self.kernel_us:.1f} us, {name} "
-                f"{self.rival_us:.1f} us per call (R={self.R}) -> {won}")
+                f"{self.rival_us:.1f} us per call{clock} (R={self.R}) -> {won}")
 
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def stream_clock() -> bool:
+    """Whether measure() times by stream stamps: JAX_FASTCONV_AUTOTUNE_CLOCK=stream and the
+    stamps can run here (CUDA module built, a GPU backend)."""
+    return (os.environ.get(CLOCK_ENV, "wall").strip().lower() == "stream"
+            and stream_stamp.available())
 
 
 def _on_gpu() -> bool:
@@ -191,10 +212,16 @@ def _random_inputs(spec, budget_bytes: int):
     return xs, ws, R
 
 
-def _compiled_loop(fn, xs, ws):
-    """One executable that applies fn to each of the R (x, w) pairs."""
+def _compiled_loop(fn, xs, ws, slot: int | None = None):
+    """One executable that applies fn to each of the R (x, w) pairs; with ``slot``, between the
+    stream stamps of slot and slot + 1 (stream_stamp.stamped)."""
     import jax
-    return jax.jit(lambda xs, ws: tuple(fn(x, w) for x, w in zip(xs, ws))).lower(xs, ws).compile()
+
+    def loop(xs, ws):
+        return tuple(fn(x, w) for x, w in zip(xs, ws))
+    if slot is not None:
+        loop = stream_stamp.stamped(loop, slot)
+    return jax.jit(loop).lower(xs, ws).compile()
 
 
 def measure(spec, plan, *, rival: str = "lax", rounds: int = ROUNDS, warmup: int = WARMUP,
@@ -222,16 +249,18 @@ def measure(spec, plan, *, rival: str = "lax", rounds: int = ROUNDS, warmup: int
     def gemm(x, w):
         return patch_gemm.conv(x, w, spec)
 
-    other = {"lax": reference, "gemm": gemm}[rival]
+    fns = {"kernel": kernel, rival: {"lax": reference, "gemm": gemm}[rival]}
+    slots = ({n: STREAM_SLOT + 2 * i for i, n in enumerate(fns)} if stream_clock() else {})
+    read = (lambda n: stream_stamp.elapsed_us(slots[n])) if slots else None
     # Interleaved rounds: both candidates see the same noise.
-    samples = time_interleaved({"kernel": _compiled_loop(kernel, xs, ws),
-                                rival: _compiled_loop(other, xs, ws)}, (xs, ws), R,
-                               rounds, warmup)
+    loops = {n: _compiled_loop(f, xs, ws, slots.get(n)) for n, f in fns.items()}
+    samples = time_interleaved(loops, (xs, ws), R, rounds, warmup, read=read)
     k_us, r_us = min(samples["kernel"]), min(samples[rival])
     use_kernel = r_us >= k_us * (1.0 - TIE)
+    note = STREAM_NOTE if slots else ""
     if rival == "gemm":
-        return Choice(use_kernel, k_us, None, R, gemm_us=r_us)
-    return Choice(use_kernel, k_us, r_us, R)
+        return Choice(use_kernel, k_us, None, R, note, gemm_us=r_us)
+    return Choice(use_kernel, k_us, r_us, R, note)
 
 
 def _cached(key: str, decode, measure_fn, failed, encode):
@@ -258,8 +287,10 @@ def _cached(key: str, decode, measure_fn, failed, encode):
 
 
 def _choose(spec, plan, rival: str) -> Choice:
-    # The lax entries keep their keys of before the GEMM rival existed.
-    key = cache_key(spec, plan) + ("" if rival == "lax" else f" | rival={rival}")
+    # The lax entries keep their keys of before the GEMM rival existed; wall-clock entries
+    # keep theirs of before the stream clock existed.
+    key = (cache_key(spec, plan) + ("" if rival == "lax" else f" | rival={rival}")
+           + (" | clock=stream" if stream_clock() else ""))
     return _cached(key, _from_dict, lambda: measure(spec, plan, rival=rival),
                    lambda msg: Choice(True, None, None, 0, f"{msg}; the kernel is used"),
                    dataclasses.asdict)

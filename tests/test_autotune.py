@@ -44,6 +44,78 @@ def test_measure_times_both_candidates(shape):
     assert "kernel" in choice.describe() and "lax HIGHEST" in choice.describe()
 
 
+class _StreamStandIn:
+    """stream_stamp on a CPU: stamped() runs the loop unchanged and notes its slot;
+    elapsed_us(slot) is R x the per-conv time given for that slot."""
+
+    def __init__(self, per_slot_us, R):
+        self.per_slot_us, self.R, self.slots = per_slot_us, R, []
+
+    def stamped(self, fn, slot):
+        self.slots.append(slot)
+        return lambda xs, ws: (fn(xs, ws), ())
+
+    def elapsed_us(self, slot):
+        return self.per_slot_us[slot] * self.R
+
+    @staticmethod
+    def available():
+        return True
+
+
+@needs_cpu_module
+@pytest.mark.parametrize("rival,kernel_us,rival_us,use_kernel", [
+    ("lax", 10.0, 5.0, False), ("lax", 10.0, 9.8, True), ("gemm", 4.0, 6.0, True)])
+def test_measure_by_the_stream_clock(monkeypatch, rival, kernel_us, rival_us, use_kernel):
+    """JAX_FASTCONV_AUTOTUNE_CLOCK=stream: both candidates run between stamps (slots 32 and 34)
+    and are compared by the events' time / R, not by the wall clock; the choice says so."""
+    spec = _spec() if rival == "lax" else normalize((1, 8, 8, 3), (2, 2, 3, 4), (2, 2), "VALID",
+                                                    None, None, DN)
+    plan = planner.plan_cached(spec, None)
+    budget = 1 << 20
+    R = int(max(2, min(autotune.MAX_R, budget // spec.min_bytes)))
+    fake = _StreamStandIn({32: kernel_us, 34: rival_us}, R)
+    monkeypatch.setattr(autotune, "stream_stamp", fake)
+    monkeypatch.delenv(autotune.CLOCK_ENV, raising=False)
+    assert not autotune.stream_clock()                  # wall clock unless asked for
+    monkeypatch.setenv(autotune.CLOCK_ENV, "stream")
+    assert autotune.stream_clock()
+    choice = autotune.measure(spec, plan, rival=rival, rounds=2, warmup=1, budget_bytes=budget)
+    assert fake.slots == [32, 34] and choice.R == R
+    assert choice.kernel_us == pytest.approx(kernel_us)
+    assert choice.rival_us == pytest.approx(rival_us) and choice.rival == rival
+    assert choice.use_kernel is use_kernel and choice.note == autotune.STREAM_NOTE
+    assert "of device time (stream span)" in choice.describe()
+
+
+def test_stream_clock_choices_are_cached_apart(cache, monkeypatch):
+    """Choices timed by the stream clock do not reuse wall-clock entries, nor the reverse."""
+    monkeypatch.setattr(autotune, "stream_stamp", _StreamStandIn({}, 1))
+    clocks = []
+
+    def fake_measure(spec, plan, **kw):
+        clocks.append(autotune.stream_clock())
+        return autotune.Choice(True, 5.0, 9.0, 8)
+    monkeypatch.setattr(autotune, "measure", fake_measure)
+    spec = _spec()
+    plan = planner.plan_cached(spec, None)
+    autotune.choose(spec, plan)
+    monkeypatch.setenv(autotune.CLOCK_ENV, "stream")
+    autotune.choose(spec, plan)
+    autotune.choose(spec, plan)
+    assert clocks == [False, True]
+    keys = list(json.loads(next(cache.glob("autotune-*.json")).read_text()))
+    assert len(keys) == 2 and sum(k.endswith(" | clock=stream") for k in keys) == 1
+
+
+def test_stream_clock_needs_the_stamps(monkeypatch):
+    from jax_fastconv import stream_stamp
+    if stream_stamp.available():
+        pytest.skip("the stamps run here")
+    monkeypatch.setenv(autotune.CLOCK_ENV, "stream")
+    assert autotune.stream_clock() is False   # no GPU backend or no CUDA module: wall clock
+
+
 @needs_cpu_module
 def test_measure_runs_while_an_outer_jit_traces():
     spec = _spec()
