@@ -163,12 +163,14 @@ def roofline_coverage(cases: Sequence[dict], floor_min_us: float,
                          + (" (lax)" if c.get("path") == "lax" else ""))
     # below in wall/R only: what wall/R adds to the device clock there, for us and for lax
     # HIGHEST (the jitted call's host-side cost, shared by both when it is the cause)
-    wall_only = [{"label": case_label(c), "wall": c.get("pct_roofline"),
-                  "device": c[f"pct_roofline_{_device_clock(c)}"],
-                  "host_us": {k: _wall_minus_device(c, k) for k in ("fastconv", "lax_highest")}}
-                 for c in big if _device_clock(c)
-                 and c[f"pct_roofline_{_device_clock(c)}"] >= pct
-                 and (c.get("pct_roofline") or 0.0) < pct]
+    wall_only = []
+    for c in big:
+        clock = _device_clock(c)
+        if clock and c[f"pct_roofline_{clock}"] >= pct and (c.get("pct_roofline") or 0.0) < pct:
+            wall_only.append({"label": case_label(c), "wall": c.get("pct_roofline"),
+                              "device": c[f"pct_roofline_{clock}"],
+                              "host_us": {k: _wall_minus_device(c, k)
+                                          for k in ("fastconv", "lax_highest")}})
     return {"floor_min_us": floor_min_us, "pct": pct, "cases": len(big), "wall": wall,
             "device": sum(1 for c in dev if c["pct_roofline_device"] >= pct),
             "with_device": len(dev),
@@ -385,9 +387,10 @@ def format_table(result: dict) -> str:
             out.append(line(cols))
         out.append(line(r))
     out.append("")
-    if dev:
-        out.append(f"us = {WALL_LABEL} per conv; dev = {DEVICE_LABEL} per conv"
-                   + (f"; str = {STREAM_LABEL} per conv." if stream else "."))
+    legend = [f"{k} = {label} per conv" for k, label, on in (
+        ("dev", DEVICE_LABEL, dev), ("str", STREAM_LABEL, stream)) if on]
+    if legend:
+        out.append(f"us = {WALL_LABEL} per conv; " + "; ".join(legend) + ".")
     out.append(format_summary(result))
     return "\n".join(out)
 
@@ -405,9 +408,11 @@ def format_summary(result: dict) -> str:
     items = list(summ["by_set"].items()) + list(summ["by_set_batch"].items())
     kw = max([len(head[0])] + [len(k) for k, _ in items])
     head[0] = head[0].ljust(kw)
+    clocks = [(c, t) for c, t, on in (("device", f"dev = {DEVICE_LABEL}", dev),
+                                       ("stream", f"str = {STREAM_LABEL}", stream)) if on]
     lines = ["Geometric means over correct, timed cases (x > 1: fastconv faster"
-             + (f"; geo = {WALL_LABEL}, dev = {DEVICE_LABEL}" if dev else "")
-             + (f", str = {STREAM_LABEL}" if stream else "") + "):",
+             + (f"; geo = {WALL_LABEL}, " + ", ".join(t for _, t in clocks) if clocks else "")
+             + "):",
              "  ".join(head)]
     for key, b in items:
         cells = [
@@ -417,16 +422,11 @@ def format_summary(result: dict) -> str:
             _f(b["geomean_speedup_vs_lax_default"], "{:.2f}").rjust(len(head[5])),
             _f(b["geomean_speedup_vs_torch"], "{:.2f}").rjust(len(head[6])),
             _f(b["geomean_pct_roofline"], "{:.1f}").rjust(len(head[7]))]
-        if dev:
-            cells += [
-                _f(b.get("geomean_speedup_device_vs_lax_highest"), "{:.2f}").rjust(len(head[8])),
-                _f(b.get("geomean_speedup_device_vs_lax_default"), "{:.2f}").rjust(len(head[9])),
-                _f(b.get("geomean_pct_roofline_device"), "{:.1f}").rjust(len(head[10]))]
-        if stream:
-            cells += [_f(b.get(f"geomean_{k}"), "{:.2f}" if "speedup" in k else "{:.1f}")
-                      .rjust(len(head[len(cells)]))
-                      for k in ("speedup_stream_vs_lax_highest", "speedup_stream_vs_lax_default",
-                                "pct_roofline_stream")]
+        for c, _ in clocks:   # each cell right-aligned under its own heading
+            for k, fmt in ((f"speedup_{c}_vs_lax_highest", "{:.2f}"),
+                           (f"speedup_{c}_vs_lax_default", "{:.2f}"),
+                           (f"pct_roofline_{c}", "{:.1f}")):
+                cells.append(_f(b.get(f"geomean_{k}"), fmt).rjust(len(head[len(cells)])))
         lines.append("  ".join(cells))
     return "\n".join(lines)
 
