@@ -324,3 +324,26 @@ def build_host_check(name: str, out_dir) -> Path:
     subprocess.run(["c++", "-std=c++17", "-O2", "-I", str(ROOT / "cuda"), "-o", str(exe),
                     str(ROOT / "tests" / "cuda" / f"{name}.cc")], check=True)
     return exe
+
+
+class StreamStampStandIn:
+    """Stands in for ``jax_fastconv.stream_stamp`` on a CPU: ``stamped`` runs the function
+    unchanged (no tokens) and notes its slot; ``elapsed_us(slot)`` notes the read and gives R x
+    ``per_slot_us[slot]`` (``fail``: raises as an unrecorded slot would)."""
+
+    def __init__(self, per_slot_us: dict, R: int, fail: bool = False):
+        self.per_slot_us, self.R, self.fail, self.slots, self.reads = per_slot_us, R, fail, [], []
+
+    def stamped(self, fn, slot):
+        self.slots.append(slot)
+        return lambda xs, ws: (fn(xs, ws), ())
+
+    def elapsed_us(self, slot):
+        if self.fail:
+            raise RuntimeError(f"no stamp recorded in slot {slot} on device 0")
+        self.reads.append(slot)
+        return self.per_slot_us[slot] * self.R
+
+    @staticmethod
+    def available():
+        return True

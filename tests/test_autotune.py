@@ -13,7 +13,7 @@ import jax
 import jax_fastconv as fc
 from jax_fastconv import _ffi, autotune, planner
 from jax_fastconv.spec import normalize
-from _helpers import assert_close, pretend_cuda, randn, ref_conv
+from _helpers import StreamStampStandIn, assert_close, pretend_cuda, randn, ref_conv
 
 needs_cpu_module = pytest.mark.skipif(_ffi.cpu_module is None, reason="CPU extension not built")
 
@@ -44,25 +44,6 @@ def test_measure_times_both_candidates(shape):
     assert "kernel" in choice.describe() and "lax HIGHEST" in choice.describe()
 
 
-class _StreamStandIn:
-    """stream_stamp on a CPU: stamped() runs the loop unchanged and notes its slot;
-    elapsed_us(slot) is R x the per-conv time given for that slot."""
-
-    def __init__(self, per_slot_us, R):
-        self.per_slot_us, self.R, self.slots = per_slot_us, R, []
-
-    def stamped(self, fn, slot):
-        self.slots.append(slot)
-        return lambda xs, ws: (fn(xs, ws), ())
-
-    def elapsed_us(self, slot):
-        return self.per_slot_us[slot] * self.R
-
-    @staticmethod
-    def available():
-        return True
-
-
 @needs_cpu_module
 @pytest.mark.parametrize("rival,kernel_us,rival_us,use_kernel", [
     ("lax", 10.0, 5.0, False), ("lax", 10.0, 9.8, True), ("gemm", 4.0, 6.0, True)])
@@ -74,7 +55,7 @@ def test_measure_by_the_stream_clock(monkeypatch, rival, kernel_us, rival_us, us
     plan = planner.plan_cached(spec, None)
     budget = 1 << 20
     R = int(max(2, min(autotune.MAX_R, budget // spec.min_bytes)))
-    fake = _StreamStandIn({32: kernel_us, 34: rival_us}, R)
+    fake = StreamStampStandIn({32: kernel_us, 34: rival_us}, R)
     monkeypatch.setattr(autotune, "stream_stamp", fake)
     monkeypatch.delenv(autotune.CLOCK_ENV, raising=False)
     assert not autotune.stream_clock()                  # wall clock unless asked for
@@ -90,7 +71,7 @@ def test_measure_by_the_stream_clock(monkeypatch, rival, kernel_us, rival_us, us
 
 def test_stream_clock_choices_are_cached_apart(cache, monkeypatch):
     """Choices timed by the stream clock do not reuse wall-clock entries, nor the reverse."""
-    monkeypatch.setattr(autotune, "stream_stamp", _StreamStandIn({}, 1))
+    monkeypatch.setattr(autotune, "stream_stamp", StreamStampStandIn({}, 1))
     clocks = []
 
     def fake_measure(spec, plan, **kw):

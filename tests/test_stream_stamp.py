@@ -16,6 +16,7 @@ import pytest
 from jax_fastconv import bench, stream_stamp
 from jax_fastconv.bench import Case
 from jax_fastconv.bench_report import summarize, validate_result
+from _helpers import StreamStampStandIn
 from test_bench import CEIL, STANDIN, TINY as TINY_CASES
 
 TINY = TINY_CASES[0]
@@ -23,27 +24,10 @@ TINY = TINY_CASES[0]
 FAKE_US = {"fastconv": 2.0, "lax_highest": 5.0, "lax_default": 4.0}
 
 
-class FakeStamps:
-    """Stands in for ``stream_stamp`` on a CPU: ``stamped`` runs the function unchanged and
-    notes its slot; ``elapsed_us(slot)`` is R x the per-conv time of the impl whose pair of
-    slots it opens (slot 2i: the i-th impl of FAKE_US)."""
-
-    def __init__(self, R, fail=False):
-        self.R, self.fail, self.slots, self.reads = R, fail, [], []
-
-    def stamped(self, fn, slot):
-        self.slots.append(slot)
-        return lambda xs, ws: (fn(xs, ws), ())
-
-    def elapsed_us(self, slot):
-        if self.fail:
-            raise RuntimeError("no stamp recorded in slot 0 on device 0")
-        self.reads.append(slot)
-        return list(FAKE_US.values())[slot // 2] * self.R
-
-    @staticmethod
-    def available():
-        return True
+def fake_stamps(R, fail=False):
+    """The stamps' stand-in with the FAKE_US times on the slots run_case gives the impls
+    (slot 2i: the i-th impl of FAKE_US)."""
+    return StreamStampStandIn({2 * i: us for i, us in enumerate(FAKE_US.values())}, R, fail)
 
 
 @pytest.mark.parametrize("R,slot", [(1, 0), (3, 6), (5, 62)])
@@ -88,7 +72,7 @@ def test_not_available_on_cpu():
 
 
 def test_run_case_stream_time():
-    fake = FakeStamps(R=16)
+    fake = fake_stamps(16)
     row = bench.run_case(TINY, impls=dict(STANDIN), ceilings=dict(CEIL), R=16, rounds=3,
                          warmup=1, stream_time=True, stamps=fake)
     assert row["status"] == "ok" and row["stream_time_note"] is None
@@ -104,7 +88,7 @@ def test_run_case_stream_time():
 
 def test_run_case_stream_time_failure_is_a_note():
     row = bench.run_case(TINY, impls=dict(STANDIN), ceilings=dict(CEIL), R=16, rounds=1,
-                         warmup=0, stream_time=True, stamps=FakeStamps(R=16, fail=True))
+                         warmup=0, stream_time=True, stamps=fake_stamps(16, fail=True))
     assert row["status"] == "ok"
     assert row["stream_us"] == {k: None for k in FAKE_US}
     assert "stream stamps failed" in row["stream_time_note"]
@@ -118,7 +102,7 @@ def test_run_benchmark_stream_plumbing(tmp_path, monkeypatch):
     """The CPU taken for a GPU, the CUPTI trace failing and the stamps a stand-in: the stream
     columns reach the JSON, the summary, the text table and the Markdown."""
     monkeypatch.setattr(bench, "_gpu_devices", lambda: jax.devices()[:1])
-    monkeypatch.setattr(bench, "_stream_stamp", FakeStamps(R=16))
+    monkeypatch.setattr(bench, "_stream_stamp", fake_stamps(16))
 
     def no_trace(body):
         raise RuntimeError("no CUPTI here")
