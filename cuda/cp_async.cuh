@@ -17,6 +17,13 @@ __device__ __forceinline__ void cp_async16(float* smem_ptr, const float* gptr, b
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gptr), "r"(sz)
                : "memory");
 }
+// 16 bytes of which the first `bytes` (0..16) are read and the rest zero-filled; both addresses
+// 16-byte aligned (gptr readable for `bytes`)
+__device__ __forceinline__ void cp_async16_n(float* smem_ptr, const float* gptr, int bytes) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_ptr));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gptr), "r"(bytes)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // wait until at most N committed groups are still in flight
 template <int N>

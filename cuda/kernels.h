@@ -32,6 +32,15 @@ bool single_channel_strided_supported(const ConvParams& p);
 cudaError_t launch_single_channel_strided(const ConvParams& p, const float* x, const float* w,
                                           float* y, cudaStream_t stream);
 
+// single_channel_mma.cu: the single-channel kernel on the TF32 tensor cores at float32 accuracy
+// (3xTF32; C == 1, stride 1, 2 to 64 taps, sm_80+; plan division 5, tile MB = plan[4] filters x
+// RB = plan[5] rows) and the layers and tiles it runs.
+bool single_channel_mma_supported(const ConvParams& p);
+cudaError_t launch_single_channel_mma(const ConvParams& p, const float* x, const float* w,
+                                      float* y, cudaStream_t stream);
+// The launch p's plan resolves to: {RB, MB, grid, shared bytes, store order, k-steps}.
+cudaError_t single_channel_mma_config(const ConvParams& p, const float* y, long long out[6]);
+
 // multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, any stride). `workspace`
 // (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh) and the
 // partial outputs of a split through global memory; without enough of it the filters are read

@@ -29,6 +29,8 @@
 //   division 4 (stride > 1 only, plan [1, 4, 1, 1, 0, 0, 0, 256]): the strided kernel of
 //        single_channel_strided.cu (strided_plan); stride 1 is rejected like any stride
 //        outside it.
+//   division 5 (2 to 64 taps, sm_80+, plan [1, 5, 1, 1, MB, RB, 0, 256]): the 3xTF32
+//        tensor-core kernel of single_channel_mma.cu (mma_plan; MB in {16, 32, 64, 128}).
 //   MB = plan[4] filters per tile: a multiple of TM = 8 in [8, 128] (may exceed M: the
 //        missing filters are zeros and never stored).
 //   RB = plan[5] output rows per tile, in [1, min(OH, 64)].
@@ -600,6 +602,14 @@ bool strided_plan(const ConvParams& p) {
   return untiled_plan(p, 4) && single_channel_strided_supported(p);
 }
 
+// A plan for the tensor-core kernel (division 5: [1, 5, 1, 1, MB, RB, 0, 256]) whose layer and
+// tile single_channel_mma.cu runs.
+bool mma_plan(const ConvParams& p) {
+  const int64_t* a = p.plan;
+  return a[1] == 5 && a[2] == 1 && a[3] == 1 && a[6] == 0 && a[7] == 256 &&
+         single_channel_mma_supported(p);
+}
+
 // single_channel_launch_config's answer for a kernel without tiles: its division, 256
 // threads, no tiles or grid to report, layout -1 (the kernel picks its store order).
 cudaError_t untiled_launch_config(int64_t division, long long out[10]) {
@@ -910,6 +920,14 @@ cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10])
   cudaError_t err = check_params(p);
   if (err != cudaSuccess) return err;
   if (pointwise_plan(p)) return untiled_launch_config(3, out);
+  if (mma_plan(p)) {
+    long long c[6];
+    err = single_channel_mma_config(p, nullptr, c);
+    if (err != cudaSuccess) return err;
+    const long long v[10] = {1, 5, c[0], p.OW, c[1], 0, 256, c[2], c[3], -1};
+    for (int i = 0; i < 10; ++i) out[i] = v[i];
+    return cudaSuccess;
+  }
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
@@ -929,6 +947,7 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   if (err != cudaSuccess) return err;
   if (p.out_elems() == 0) return cudaSuccess;
   if (pointwise_plan(p)) return launch_single_channel_pointwise(p, x, w, y, stream);
+  if (mma_plan(p)) return launch_single_channel_mma(p, x, w, y, stream);
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;

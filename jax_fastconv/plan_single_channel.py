@@ -13,6 +13,9 @@ cuda/single_channel.cu (its header comment: "Mapping of plan[1..7]"):
     Division 3 (1x1 kernels only): exactly [1, 3, 1, 1, 0, 0, 0, 256], the pointwise kernel of
     cuda/single_channel_pointwise.cu (S6). Division 4 (strides > 1 only): exactly
     [1, 4, 1, 1, 0, 0, 0, 256], the strided kernel of cuda/single_channel_strided.cu (S7).
+    Division 5 (2 to 64 taps, sm_80+): [1, 5, 1, 1, MB, RB, 0, 256], the 3xTF32 tensor-core
+    kernel of cuda/single_channel_mma.cu with tiles of MB in {16, 32, 64, 128} filters x RB
+    output rows (S9).
 
 The kernel runs a valid plan as given (no re-choice, no clamping); `launch_of(spec, plan)`
 recomputes that launch in Python and `tile_ranges(spec, plan)` the output boxes it writes.
@@ -84,6 +87,17 @@ S8. Few channels (beyond the paper): with 1 < C < 8 the multi-channel kernel's S
     stride, 1 included: the slab's C x KH x KW weights in shared memory and each thread's
     tile summed over the channels in turn, each channel section 3.1's computation. Planned
     for its compiled kernel sizes and strides only (`few_channel_instance`); the rest run lax.
+S9. Tensor cores (beyond the paper, whose GPU has none): on the H200 a 5x5 layer's FMA floor
+    equals its byte floor (b1 512^2 M32: 8.2 us each) and the FFMA loop runs at 60-65% of the
+    FP32 peak, so no FFMA launch reaches 70% of the roofline there. The tensor-core kernel
+    (division 5) computes the tile as a GEMM (pixels x taps times taps x filters, taps padded to
+    k-steps of 8) in 3xTF32 (float32 accuracy; non-finite results are recomputed with FFMAs),
+    from the same input band in shared memory (double buffered, persistent grid of 2 blocks per
+    SM). It is not planned by a rule: `candidate_plans` offers the best three tiles of
+    `mma_tiles`' cost model (measured ranking within ~3% of the best tile of a 24-tile grid on
+    the paper's missed layers, H100 driver) to the autotuner, which keeps it where it is faster
+    (H100 driver: 0.83-0.86x the FFMA plan's time on b32 28^2 K5, 0.90-0.95x on b32 56^2 K5,
+    0.93-0.97x on b1 512^2 K3/K5 NHWC; 1.13-1.24x slower on NCHW K3, which it then leaves).
 """
 from __future__ import annotations
 
@@ -139,6 +153,15 @@ STRIDED_SHARED_FLOATS = 48 * 1024 // 4
 # (dispatch in cuda/single_channel_strided.cu; 3x3/1 for C > 1 only, C = 1 is the staged
 # kernel's there); other layers run its generic instance (runtime loops, four loads per tap).
 FEW_CHANNEL_INSTANCES = ((3, 2), (5, 2), (7, 2), (2, 2), (4, 4), (3, 1))
+
+# S9: the tensor-core kernel (cuda/single_channel_mma.cu): its tiles and the layers it runs.
+MMA_DIVISION = 5
+MMA_FILTERS = (16, 32, 64, 128)     # MB: warps of 16 filters, 8 warps per block
+MMA_ROWS = (1, 2, 4, 8, 16, 32)     # RB candidates of mma_tiles
+MMA_MAX_TAPS = 64                   # 8 k-steps of 8 taps
+MMA_SHARED = 96 * 1024              # both input-band buffers of a block (kSmemBudget)
+MMA_TRIES = 3                       # tiles offered to the autotuner (candidate_plans)
+
 
 
 # C = 1 patchify layers with at least this many taps leave the strided kernel's generic
@@ -230,6 +253,76 @@ def strided_supported(spec) -> str | None:
 
 
 
+def mma_attrs(MB: int, RB: int) -> tuple:
+    """The plan attributes of the tensor-core kernel with tiles of MB filters x RB rows."""
+    return (MMA_DIVISION, 1, 1, MB, RB, 0, 256)
+
+
+def _mma_line(spec) -> int:
+    """Floats of one input-band row in shared memory (OW + KW - 1, rounded up to 4)."""
+    d = spec.dims
+    return _cdiv(d["OW"] + d["KW"] - 1, 4) * 4
+
+
+def _mma_tile_fits(spec, MB: int, RB: int) -> bool:
+    d = spec.dims
+    return (MB in MMA_FILTERS and 1 <= RB <= d["OH"]
+            and 2 * (RB + d["KH"] - 1) * _mma_line(spec) * 4 <= MMA_SHARED)
+
+
+def mma_supported(spec, hw) -> str | None:
+    """Why the tensor-core kernel does not run this layer (None: it does): the host checks of
+    single_channel_mma_supported, on the safe side (the output's whole index range in 32 bits
+    instead of one image's)."""
+    d = spec.dims
+    taps = d["KH"] * d["KW"]
+    if tuple(hw.compute_capability) < (8, 0):
+        return "no TF32 tensor cores (sm_80+)"
+    if d["C"] != 1 or tuple(spec.window_strides) != (1, 1):
+        return "not a stride-1 single-channel layer"
+    if not 2 <= taps <= MMA_MAX_TAPS:
+        return f"{taps} taps (2 to {MMA_MAX_TAPS})"
+    if max(d["OH"], d["OW"], d["M"], d["N"]) >= 1 << 24 or max(d["H"], d["W"]) >= 1 << 30:
+        return "sizes past the kernel's index range"
+    if d["N"] * d["M"] * d["OH"] * d["OW"] >= 1 << 31:
+        return "outputs past 32-bit offsets"
+    if not _mma_tile_fits(spec, MMA_FILTERS[0], 1):
+        return "one input row band exceeds its shared memory"
+    return None
+
+
+def mma_tiles(spec, hw, count: int = MMA_TRIES) -> list[tuple[int, int]]:
+    """The `count` best (MB, RB) tiles of the tensor-core kernel by a cost model of its
+    persistent grid (2 blocks per SM): the first tile's staging, then per turn of the grid a
+    tile's fixed cost and its warps' items (32 pixels x 16 filters, 12 MMAs per k-step), and
+    fewer warps per SM (a grid under 1.5 blocks per SM) taken as 1.4x slower."""
+    d = spec.dims
+    N, M, OH, OW = d["N"], d["M"], d["OH"], d["OW"]
+    ksteps = _cdiv(d["KH"] * d["KW"], 8)
+    sms = hw.sm_count
+    item = (12 * ksteps + 40) / 88      # an item's cost, 1 at 5x5
+    costs = []
+    for MB in MMA_FILTERS:
+        if MB > max(16, _cdiv(M, 16) * 16):
+            break
+        pstep = 8 // (MB // 16)          # a warp takes every pstep-th pixel item
+        for RB in MMA_ROWS:
+            if not _mma_tile_fits(spec, MB, RB):
+                continue
+            tiles = N * _cdiv(OH, RB) * _cdiv(M, MB)
+            grid = min(tiles, 2 * sms)
+            per_warp = _cdiv(_cdiv(RB * OW, 32), pstep)
+            cost = (2 + _cdiv(tiles, grid) * (1 + per_warp * item)) * (1.0 if grid >= 1.5 * sms else 1.4)
+            costs.append((cost, MB, RB))
+    return [(MB, RB) for _, MB, RB in sorted(costs)[:count]]
+
+
+def is_mma(attrs) -> bool:
+    """Whether plan attributes name the tensor-core kernel (S9)."""
+    a = tuple(attrs)[-7:]
+    return len(a) == 7 and a[0] == MMA_DIVISION
+
+
 def _r8(x: int) -> int:
     return min(MB_MAX, max(TM, _cdiv(x, TM) * TM))
 
@@ -281,6 +374,10 @@ def launch_of(spec, plan) -> dict:
         return dict(division=4, RB=OH, CB=OW, MB=MB, prefetch=0, threads=T,
                     tiles=N * _cdiv(M, MB), SW=0, shared=4 * d["C"] * KH * KW * MB,
                     grid_per_sm=BLOCKS_PER_SM)
+    if division == MMA_DIVISION:   # tensor cores: whole rows, both band buffers in shared memory
+        return dict(division=MMA_DIVISION, RB=RB, CB=OW, MB=MB, prefetch=1, threads=T,
+                    tiles=N * _cdiv(OH, RB) * _cdiv(M, MB), SW=_mma_line(spec),
+                    shared=2 * (RB + KH - 1) * _mma_line(spec) * 4, grid_per_sm=BLOCKS_PER_SM)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     return dict(division=division, RB=RB, CB=CB, MB=MB, prefetch=prefetch, threads=T,
@@ -308,6 +405,10 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
         return [] if is_pointwise(attrs) and d["KH"] == d["KW"] == 1 else ["pointwise"]
     if division == 4:
         return [] if is_strided(attrs) and strided_supported(spec) is None else ["strided"]
+    if division == MMA_DIVISION:
+        ok = (tuple(attrs[1:]) == mma_attrs(MB, RB) and mma_supported(spec, hw) is None
+              and _mma_tile_fits(spec, MB, RB))
+        return [] if ok else ["tensor-core tile"]
     bad = []
     if division not in (1, 2):
         bad.append("division")
@@ -629,7 +730,7 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
                                   reason=plan.reason + said)
     L = launch_of(spec, variant)
     _, _, P, Q, MB, RB, _, T = variant.kernel_attrs
-    mode = ({3: "pointwise", 4: "strided"}.get(L["division"])
+    mode = ({3: "pointwise", 4: "strided", MMA_DIVISION: "tensor cores (3xTF32)"}.get(L["division"])
             or ("prefetch" if L["prefetch"] else "volume"))
     new = {"division": L["division"], "mode": mode,
            "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
@@ -659,6 +760,10 @@ def candidate_plans(spec, hw, plan) -> list:
         out.append(_with_attrs(spec, staged, staged.kernel_attrs, "the staged kernel (S1-S5)"))
         return out + candidate_plans(spec, hw, staged)[1:]
     _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
+    if mma_supported(spec, hw) is None:   # S9: the tensor-core kernel's best tiles
+        for MB, RB in mma_tiles(spec, hw):
+            out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + mma_attrs(MB, RB),
+                                   f"tensor cores (3xTF32), MB {MB}, RB {RB}"))
     for division, mb, rb, prefetch, T, why in VARIANTS:
         MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
         if rb == "bands":

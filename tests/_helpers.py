@@ -347,3 +347,53 @@ class StreamStampStandIn:
     @staticmethod
     def available():
         return True
+
+
+def numpy_nhwc_conv(x, w, padding):
+    """float64 direct convolution (NHWC, HWIO, stride 1): the float semantics of FMAs."""
+    (pt, pb), (pl, pr) = padding
+    xp = np.pad(np.asarray(x, np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    w = np.asarray(w, np.float64)
+    kh, kw = w.shape[:2]
+    oh, ow = xp.shape[1] - kh + 1, xp.shape[2] - kw + 1
+    with np.errstate(invalid="ignore"):
+        out = np.zeros((x.shape[0], oh, ow, w.shape[3]))
+        for i in range(kh):
+            for j in range(kw):
+                out += np.einsum("nhwc,cm->nhwm", xp[:, i:i + oh, j:j + ow, :], w[i, j])
+    return out
+
+
+def to_layout(layout, a, src):
+    """a (laid out as src) transposed to layout: both are strings of the same letters."""
+    return np.transpose(a, [src.index(ch) for ch in layout])
+
+
+def assert_float32_non_finite_semantics(fn, cfg):
+    """fn(x, w) (one custom call) with inf, -inf and NaN planted in cfg's input: NaN and +-inf
+    exactly where float32 FMAs put them (a float64 direct convolution), the finite outputs
+    within 1e-5. Tensor-core kernels meet inf x 0 in their split products and must recompute
+    such tiles with FFMAs. Stride 1, non-negative padding."""
+    lhs_l, rhs_l, out_l = cfg.dimension_numbers()
+    x, w = cfg.arrays()
+    x = np.array(x)
+    n, h, wd, c = to_layout("NHWC", x, lhs_l).shape
+    rng = np.random.default_rng(cfg.seed)
+    at = [(0, rng.integers(h), rng.integers(wd), rng.integers(c), np.inf),
+          (n - 1, rng.integers(h), rng.integers(wd), rng.integers(c), -np.inf),
+          (0, h // 2, wd // 2, 0, np.nan)]
+    for i, y, z, ch_, v in at:  # logical (n, h, w, c) positions
+        x[tuple(dict(N=i, H=y, W=z, C=ch_)[ch] for ch in lhs_l)] = v
+    out, _ = jit_checked(fn, x, w, target=CUDA_TARGET, expect_calls=1)
+    out = to_layout("NHWC", np.asarray(out, np.float64), out_l)
+    pad = cfg.padding
+    if isinstance(pad, str):
+        pad = tuple(jax.lax.padtype_to_pads((h, wd), (cfg.kh, cfg.kw), (1, 1), pad))
+    ref = numpy_nhwc_conv(to_layout("NHWC", x, lhs_l), to_layout("HWIO", np.asarray(w), rhs_l), pad)
+    assert np.isnan(ref).any() and np.isinf(ref).any()  # the case exercises both
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    np.testing.assert_array_equal(np.isposinf(out), np.isposinf(ref))
+    np.testing.assert_array_equal(np.isneginf(out), np.isneginf(ref))
+    fin = np.isfinite(ref)
+    err = np.linalg.norm(out[fin] - ref[fin]) / np.linalg.norm(ref[fin])
+    assert err <= 1e-5, f"{cfg.id}: finite outputs relative error {err:.2e}"

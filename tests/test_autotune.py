@@ -295,10 +295,53 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             assert K == 1 and c["mode"] == "pointwise" and c["tiles"] == N
             continue
         _, division, P, Q, MB, RB, prefetch, T = c.kernel_attrs
+        if ps.is_mma(c.kernel_attrs):   # the tensor-core kernel (S9): its tiles, 2+ taps only
+            assert K > 1 and c["mode"] == "tensor cores (3xTF32)" and "3xTF32" in c.reason
+            assert (MB, RB) in ps.mma_tiles(spec, hw) and c["tiles"] == ps.launch_of(spec, c)["tiles"]
+            continue
         assert (c["division"], c["filters_per_block"], c["rows_per_block"],
                 c["threads_per_block"]) == (division, MB, RB, T)
         assert c["mode"] == ("prefetch" if prefetch else "volume")
         assert c["tiles"] == ps.launch_of(spec, c)["tiles"]
+
+
+@pytest.mark.parametrize("N,H,M,K,lay", [(1, 512, 32, 5, "NHWC"), (32, 28, 512, 3, "NCHW"),
+                                          (3, 37, 70, 7, "NCHW"), (5, 19, 9, 2, "NHWC")])
+def test_candidate_plans_offer_the_tensor_cores_where_they_run(N, H, M, K, lay):
+    spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
+    tried = {}
+    for name in ("h200", "h100", "gtx1080ti"):
+        hw = PRESETS[name]
+        cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
+        tried[name] = [tuple(c.kernel_attrs[4:6]) for c in cands if ps.is_mma(c.kernel_attrs)]
+    assert len(tried["h200"]) == ps.MMA_TRIES and len(set(tried["h200"])) == ps.MMA_TRIES
+    assert tried["h100"] == tried["h200"]            # same SM count: same ranking
+    assert tried["gtx1080ti"] == []                  # no TF32 tensor cores on sm_61
+    assert ps.mma_supported(spec, PRESETS["gtx1080ti"]) == "no TF32 tensor cores (sm_80+)"
+
+
+@pytest.mark.parametrize("KH,KW,why", [(1, 1, "1 taps"), (9, 9, "81 taps")])
+def test_tensor_cores_leave_out_what_the_kernel_does_not_run(KH, KW, why):
+    spec = spec_from_logical(2, 1, 40, 40, 16, KH, KW, padding="VALID", layout="NHWC")
+    assert why in ps.mma_supported(spec, PRESETS["h200"])
+    cands = ps.candidate_plans(spec, PRESETS["h200"], planner.make_plan(spec, PRESETS["h200"]))
+    assert not any(ps.is_mma(c.kernel_attrs) for c in cands)
+    wide = spec_from_logical(1, 1, 4, 9000, 16, 5, 5, padding="VALID", layout="NHWC")
+    assert ps.mma_supported(wide, PRESETS["h200"]) == "one input row band exceeds its shared memory"
+
+
+def test_tensor_core_tiles_rank_the_measured_best():
+    # H100 driver grid (RB 1-32 x MB 16-128, session 30): the best tile of b32 28^2 K5 (MB 64,
+    # RB 16: 16.3 us) and of b1 512^2 K5 NHWC (MB 32, RB 1-2: 14.8-14.9 us) within the top 3
+    # tiles' measured times by ~1%
+    hw = PRESETS["h100"]
+    b32 = spec_from_logical(32, 1, 28, 28, 512, 5, 5, padding="VALID", layout="NHWC")
+    b1 = spec_from_logical(1, 1, 512, 512, 32, 5, 5, padding="VALID", layout="NHWC")
+    assert (64, 8) in ps.mma_tiles(b32, hw) and (32, 2) in ps.mma_tiles(b1, hw)
+    for spec in (b32, b1):
+        for MB, RB in ps.mma_tiles(spec, hw):
+            assert ps.valid_attrs(spec, (1,) + ps.mma_attrs(MB, RB), hw) == []
+            assert ps.valid_attrs(spec, (1,) + ps.mma_attrs(MB + 8, RB), hw) == ["tensor-core tile"]
 
 
 def test_candidate_plans_leave_other_methods_alone():

@@ -22,7 +22,7 @@ skip_module_without_cuda()
 from jax_fastconv import autotune, planner  # noqa: E402
 from jax_fastconv.primitive import conv_p  # noqa: E402
 from _helpers import (CUDA_TARGET, ConvConfig, assert_close, assert_matches_lax_twice,  # noqa: E402
-                      jit_checked, ref_conv)
+                      assert_float32_non_finite_semantics, jit_checked, ref_conv)
 
 pytestmark = pytest.mark.gpu
 
@@ -192,52 +192,10 @@ def test_streamed_1x1_under_vmap_and_grad():
         assert_close(o, t, what="grad")
 
 
-def _numpy_nhwc_conv(x, w, padding):
-    """float64 direct convolution (NHWC, HWIO, stride 1): the float semantics of FMAs."""
-    (pt, pb), (pl, pr) = padding
-    xp = np.pad(np.asarray(x, np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    w = np.asarray(w, np.float64)
-    kh, kw = w.shape[:2]
-    oh, ow = xp.shape[1] - kh + 1, xp.shape[2] - kw + 1
-    with np.errstate(invalid="ignore"):
-        out = np.zeros((x.shape[0], oh, ow, w.shape[3]))
-        for i in range(kh):
-            for j in range(kw):
-                out += np.einsum("nhwc,cm->nhwm", xp[:, i:i + oh, j:j + ow, :], w[i, j])
-    return out
-
-
-def _to(layout, a, src):
-    """a (laid out as src) transposed to layout: both are strings of the same letters."""
-    return np.transpose(a, [src.index(ch) for ch in layout])
-
-
 @pytest.mark.parametrize("cfg", NON_FINITE, ids=lambda c: c.id)
 def test_tensor_cores_keep_float32_semantics_for_non_finite_inputs(cfg):
     _tensor_core_plan(cfg)
-    lhs_l, rhs_l, out_l = cfg.dimension_numbers()
-    x, w = cfg.arrays()
-    x = np.array(x)
-    n, h, wd, c = _to("NHWC", x, lhs_l).shape
-    rng = np.random.default_rng(cfg.seed)
-    at = [(0, rng.integers(h), rng.integers(wd), rng.integers(c), np.inf),
-          (n - 1, rng.integers(h), rng.integers(wd), rng.integers(c), -np.inf),
-          (0, h // 2, wd // 2, 0, np.nan)]
-    for i, y, z, ch_, v in at:  # logical (n, h, w, c) positions
-        x[tuple(dict(N=i, H=y, W=z, C=ch_)[ch] for ch in lhs_l)] = v
-    out, _ = jit_checked(_fn(cfg), x, w, target=CUDA_TARGET, expect_calls=1)
-    out = _to("NHWC", np.asarray(out, np.float64), out_l)
-    pad = cfg.padding
-    if isinstance(pad, str):
-        pad = tuple(jax.lax.padtype_to_pads((h, wd), (cfg.kh, cfg.kw), (1, 1), pad))
-    ref = _numpy_nhwc_conv(_to("NHWC", x, lhs_l), _to("HWIO", np.asarray(w), rhs_l), pad)
-    assert np.isnan(ref).any() and np.isinf(ref).any()  # the case exercises both
-    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
-    np.testing.assert_array_equal(np.isposinf(out), np.isposinf(ref))
-    np.testing.assert_array_equal(np.isneginf(out), np.isneginf(ref))
-    fin = np.isfinite(ref)
-    err = np.linalg.norm(out[fin] - ref[fin]) / np.linalg.norm(ref[fin])
-    assert err <= 1e-5, f"{cfg.id}: finite outputs relative error {err:.2e}"
+    assert_float32_non_finite_semantics(_fn(cfg), cfg)
 
 
 def test_unstaged_oihw_filters_stay_on_ffma():

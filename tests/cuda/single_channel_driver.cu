@@ -14,6 +14,9 @@
 //   /tmp/drv --strided-one NAME  launch one case of that set twice (its name, '_' for ' ')
 //                       (add cuda/single_channel_strided.cu to the build); --check includes
 //                       100 random strided layers, 60 random few-channel ones, and --small two
+//   SC_CASES=a,b: time only the paper cases whose names contain one of these
+//   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
+//                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
 //   /tmp/drv --few      time the strided kernel's few-channel instances (1 < C < 8, S8) on
 //                       the few-channel set (RGB stems, C = 4 3x3/1, C = 2 5x5/2)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
@@ -424,6 +427,12 @@ static bool launch_is_plan(const Case& c, int nsm) {
     if (!ok) printf("LAUNCH != PLAN %s: exact=%lld div=%lld (strided plan)\n", c.name.c_str(), L[0], L[1]);
     return ok;
   }
+  if (c.plan[1] == 5) {  // the tensor-core kernel: its tile is the plan's, or its own for 0 / 0
+    const bool ok = L[0] == 1 && L[1] == 5 && L[6] == 256 &&
+                    L[4] == c.plan[4] && L[2] == c.plan[5];
+    if (!ok) printf("LAUNCH != PLAN %s: exact=%lld div=%lld (tensor-core plan)\n", c.name.c_str(), L[0], L[1]);
+    return ok;
+  }
   if (c.plan[1] == 3) {  // the pointwise 1x1 kernel: no tiles to compare
     const bool ok = L[0] == 1 && L[1] == 3 && L[6] == 256;
     if (!ok) printf("LAUNCH != PLAN %s: exact=%lld div=%lld (pointwise plan)\n", c.name.c_str(), L[0], L[1]);
@@ -448,6 +457,18 @@ static void plan_str(const long long* pl, char* buf, size_t n) {
 // exploration variants around a planned paper case (all valid plans: the kernel runs them exactly)
 static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   std::vector<std::vector<long long>> v;
+  if (std::getenv("SC_MMA") && c.KH * c.KW >= 2 && c.plan[1] != 5) {  // the tensor-core kernel
+    const long long OH = c.H + c.pt + c.pb - c.KH + 1;
+    const bool grid = atoi(std::getenv("SC_MMA")) >= 2;  // 1: a few tiles; 2, 3: a grid
+    for (long long MB : {16LL, 32LL, 64LL, 128LL})
+      for (long long RB : {1LL, 2LL, 4LL, 8LL, 16LL, 32LL}) {
+        if (!grid && !((MB == 32 && RB <= 2) || (MB == 64 && RB == 16))) continue;
+        if (RB <= OH && MB <= std::max<long long>(16, (c.M + 15) / 16 * 16) &&
+            2 * (RB + c.KH - 1) * ((c.W + c.pl + c.pr + 3) / 4 * 4) * 4 <= 96 * 1024)
+          v.push_back({1, 5, 1, 1, MB, RB, 0, 256});
+      }
+    if (atoi(std::getenv("SC_MMA")) >= 3) return v;  // tensor-core plans only
+  }
   if (level <= 0) return v;
   if (c.KH == 1 && c.KW == 1 && c.plan[1] != 3) v.push_back({1, 3, 1, 1, 0, 0, 0, 256});  // pointwise
   const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
@@ -621,8 +642,12 @@ int main(int argc, char** argv) {
     Case fa = few_same(2, 3, 29, 20, 7, 2, 1); fa.name = "small few nhwc C3 7x7/2";
     Case fb = few_same(1, 4, 17, 9, 3, 1, 0); fb.xpitch = 2; fb.wlay = 2; fb.ylay = 3;
     fb.name = "small few nchw C4 3x3/1 pitched";
+    long long p5[8] = {1, 5, 1, 1, 16, 4, 0, 256};
+    Case ma = paper_case(2, 21, 20, 5, 1, p5); ma.pt = 2; ma.pb = 1; ma.pl = -1; ma.pr = 2; ma.name = "small mma nhwc 5x5";
+    long long p6[8] = {1, 5, 1, 1, 32, 3, 0, 256};
+    Case mb = paper_case(3, 17, 37, 3, 0, p6); mb.KW = 4; mb.wlay = 2; mb.xpitch = 1; mb.name = "small mma nchw 3x4 tile";
     int bad = 0;
-    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb}) bad += !check_case(*c, rng, true).ok;
+    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb, &ma, &mb}) bad += !check_case(*c, rng, true).ok;
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
   }
@@ -679,6 +704,36 @@ int main(int argc, char** argv) {
       cases.push_back(c);
     }
     for (int i = 0; i < 100; ++i) cases.push_back(random_strided_case(rng, i));
+    // the tensor-core kernel (division 5): the paper set, and random layers of 2 to 64 taps, its
+    // own tile or an explicit one
+    for (long long N : {1LL, 32LL})
+      for (int lay : {0, 1})
+        for (auto& mp : kMaps)
+          for (long long K : {3LL, 5LL}) {
+            if (N == 32 && mp[0] == 1024) continue;
+            const long long pl[8] = {1, 5, 1, 1, mp[1] >= 64 ? 64 : 32, N == 1 ? 2 : 16, 0, 256};
+            Case c = paper_case(N, mp[0], mp[1], K, lay, pl);
+            c.name = "mma " + c.name;
+            cases.push_back(c);
+          }
+    for (int i = 0; i < 150; ++i) {
+      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+      Case c = random_case(rng, i);
+      c.name = "mma rand" + std::to_string(i);
+      while (c.KH * c.KW > 64 || c.KH * c.KW < 2) { c.KH = U(1, 9); c.KW = U(1, 9); }
+      auto fix = [&](long long& n, long long& lo, long long& hi, long long K) {
+        if (n + lo + hi - K + 1 < 1) hi = K - n - lo + U(0, 2);
+      };
+      fix(c.H, c.pt, c.pb, c.KH); fix(c.W, c.pl, c.pr, c.KW);
+      while (c.W > 1 && 2 * c.KH * ((c.W + c.pl + c.pr + 3) / 4 * 4) * 4 > 96 * 1024) c.W /= 2;
+      fix(c.W, c.pl, c.pr, c.KW);
+      const long long OH = c.H + c.pt + c.pb - c.KH + 1, BW = c.W + c.pl + c.pr;
+      const long long pl[8] = {1, 5, 1, 1, (long long[]){16, 32, 64, 128}[U(0, 3)],
+                               U(1, std::min<long long>(OH, 40)), 0, 256};
+      for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
+      while (c.plan[5] > 1 && 2 * (c.plan[5] + c.KH - 1) * ((BW + 3) / 4 * 4) * 4 > 96 * 1024) c.plan[5] /= 2;
+      cases.push_back(c);
+    }
     // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
     Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
     Case sb = strided_same(2, 20, 20000, 3, 2, 1); sb.name = "strided 157 slabs nhwc 3x3/2";
@@ -703,8 +758,18 @@ int main(int argc, char** argv) {
     const int level = lv ? atoi(lv) : 1;
     struct PRow { std::string name; std::string plan; double us, gbps, floor_us; std::string best; double best_us, store_us; };
     std::vector<PRow> rows;
+    const char* only = std::getenv("SC_CASES");  // substrings of the names to time, ','-separated
     for (auto& c : planned) {
       if (c.name.rfind("paper_", 0) != 0) continue;
+      if (only) {
+        bool hit = false;
+        std::string list = only;
+        for (size_t a = 0, b; a <= list.size(); a = b + 1) {
+          b = list.find(',', a); if (b == std::string::npos) b = list.size();
+          if (b > a && c.name.find(list.substr(a, b - a)) != std::string::npos) hit = true;
+        }
+        if (!hit) continue;
+      }
       TimeBufs tb; tb.init(c);
       Bufs bb; ConvParams pp = make_params(c, &bb);
       PRow row{};
