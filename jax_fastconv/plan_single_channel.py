@@ -737,6 +737,11 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
            "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
            "column_tile": L["CB"], "tiles": L["tiles"], "shared_bytes_per_block": L["shared"],
            "rule": rule or f"measured variant ({why})"}
+    if L["division"] == MMA_DIVISION:   # a persistent grid; products per tile, one band in flight
+        d = spec.dims
+        blocks = min(L["tiles"], BLOCKS_PER_SM * dict(plan.quantities)["N_sm"])
+        new.update(Th=d["KH"] * d["KW"] * MB * RB * d["OW"], blocks_used=blocks,
+                   bytes_in_flight=4 * (RB + d["KH"] - 1) * L["SW"] * blocks)
     if L["division"] == 3:   # no tiles: a grid of 256-thread blocks over the work items
         new.update(Th=spec.dims["M"] * spec.dims["OH"] * spec.dims["OW"], bytes_in_flight=0,
                    blocks_used="ceil(items / (256 x 1-4 items per thread)), at run time")

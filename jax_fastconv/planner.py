@@ -276,8 +276,9 @@ QUANTITY_NOTES = {
     "Th1": "FMAs per block per piece, division 1, eq. (6)",
     "Th2": "FMAs per block per piece, division 2, eq. (8)",
     "division": "1: filters across blocks, 2: map rows across blocks (sec 3.1), 3: pointwise 1x1, "
-                "4: strided (C = 1, stride > 1)",
-    "mode": "prefetch (Th >= N_FMA) or volume (>= V_s in flight) (sec 2.2), pointwise or strided",
+                "4: strided (C = 1, stride > 1), 5: tensor cores (3xTF32)",
+    "mode": "prefetch (Th >= N_FMA) or volume (>= V_s in flight) (sec 2.2), pointwise, strided "
+            "or tensor cores",
     "filters_per_block": "filters a block applies",
     "rows_per_block": "output rows a block produces",
     "rows_per_piece": "output rows per piece",

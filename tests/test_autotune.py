@@ -298,6 +298,7 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
         if ps.is_mma(c.kernel_attrs):   # the tensor-core kernel (S9): its tiles, 2+ taps only
             assert K > 1 and c["mode"] == "tensor cores (3xTF32)" and "3xTF32" in c.reason
             assert (MB, RB) in ps.mma_tiles(spec, hw) and c["tiles"] == ps.launch_of(spec, c)["tiles"]
+            assert c["blocks_used"] == min(c["tiles"], 2 * hw.sm_count) and c["division"] == 5
             continue
         assert (c["division"], c["filters_per_block"], c["rows_per_block"],
                 c["threads_per_block"]) == (division, MB, RB, T)
