@@ -5,8 +5,10 @@
 // (b1 512^2 M32 K5: 8.2 us of FFMA at the GEMM ceiling, 8.1 us of bytes), and the FFMA loop
 // runs at 60-65% of that peak (benchmarks/notes/single_channel.md, rounds 9-11), so compute and
 // stores cannot both fit the 70% roofline target. mma.sync TF32 runs ~316 TFLOP/s there (~105
-// as 3xTF32, ~2x the FFMA ceiling), so the same layer's products take ~5 us of tensor time and
-// the kernel is left with its stores.
+// as 3xTF32, ~2x the FFMA ceiling): the same layer's products need ~5 us of tensor time at that
+// rate. Measured (H100, same SMs and clocks): the kernel's compute alone takes ~12 us there, the
+// tensor pipe ~40% busy, held by the work around the MMAs (loads, splits, addresses, stores),
+// not by the MMAs' dependences (notes round 17); the autotuner keeps it where it is faster.
 //
 // The tile as a GEMM: D[pixel][filter] = sum over taps A[pixel][tap] B[tap][filter], taps
 // padded to KSTEPS x 8 (padded taps have B = 0 and read tap (0, 0), a finite input).
@@ -268,11 +270,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int u = 0; u < 4; ++u) nfc[u] = fmaf(v[c][u], 0.f, nfc[u]);
       const float nf = (nfc[0] + nfc[1]) + (nfc[2] + nfc[3]);
-#ifdef SCM_NO_FALLBACK
-      if (false) {
-#else
       if (__any_sync(0xffffffffu, nf != nf)) {
-#endif
         // float32 FMAs, taps in order (the 3xTF32 products met an inf or NaN)
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
