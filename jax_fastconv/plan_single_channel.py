@@ -162,8 +162,6 @@ MMA_MAX_TAPS = 64                   # 8 k-steps of 8 taps
 MMA_SHARED = 96 * 1024              # both input-band buffers of a block (kSmemBudget)
 MMA_TRIES = 3                       # tiles offered to the autotuner (candidate_plans)
 
-
-
 # C = 1 patchify layers with at least this many taps leave the strided kernel's generic
 # instance for the patch GEMM (measured from 7x7/7 up; 3x3/3 and 5x5/5 not measured).
 PATCH_GEMM_MIN_TAPS = 49
@@ -282,7 +280,8 @@ def mma_supported(spec, hw) -> str | None:
         return "not a stride-1 single-channel layer"
     if not 2 <= taps <= MMA_MAX_TAPS:
         return f"{taps} taps (2 to {MMA_MAX_TAPS})"
-    if max(d["OH"], d["OW"], d["M"], d["N"]) >= 1 << 24 or max(d["H"], d["W"]) >= 1 << 30:
+    if (max(d["OH"], d["OW"], d["M"], d["N"]) >= 1 << 24 or max(d["H"], d["W"]) >= 1 << 30
+            or max(abs(p) for pair in spec.padding for p in pair) >= 1 << 24):
         return "sizes past the kernel's index range"
     if d["N"] * d["M"] * d["OH"] * d["OW"] >= 1 << 31:
         return "outputs past 32-bit offsets"
