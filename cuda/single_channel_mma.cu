@@ -71,6 +71,17 @@ __device__ __forceinline__ void st4cs(float* ptr, float a, float b, float c, flo
   __stcs(reinterpret_cast<float4*>(ptr), make_float4(a, b, c, d));
 }
 
+// One pixel's 4 filters f0..f0+3 (contiguous at yp): a 16-byte store, or those below M.
+__device__ __forceinline__ void store_filters(float* yp, const float (&v)[4], int f0, int M) {
+  if (f0 + 3 < M) {
+    st4cs(yp, v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (f0 + u < M) __stcs(yp + u, v[u]);
+  }
+}
+
 // Tile t -> (n, first output row, first filter, output rows in it).
 struct Tile {
   int n, oh0, m0, rows;
@@ -298,16 +309,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           float* yp = ytile + (r[0] * int(a.y_sh) + col[0] * int(a.y_sw) + f0 * int(a.y_sc));
           if (a.store == kStoreFilters4) {
 #pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              float* yc = yp + c * int(a.y_sw);
-              if (f4) {
-                st4cs(yc, v[c][0], v[c][1], v[c][2], v[c][3]);
-              } else {
-#pragma unroll
-                for (int u = 0; u < 4; ++u)
-                  if (f0 + u < a.M) __stcs(yc + u, v[c][u]);
-              }
-            }
+            for (int c = 0; c < 4; ++c) store_filters(yp + c * int(a.y_sw), v[c], f0, a.M);
           } else {
 #pragma unroll
             for (int u = 0; u < 4; ++u)
@@ -318,14 +320,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           if (fp0 + c >= tile_pix) continue;
-          float* yp = ytile + (r[c] * int(a.y_sh) + col[c] * int(a.y_sw) + f0);
-          if (f4) {
-            st4cs(yp, v[c][0], v[c][1], v[c][2], v[c][3]);
-          } else {
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-              if (f0 + u < a.M) __stcs(yp + u, v[c][u]);
-          }
+          store_filters(ytile + (r[c] * int(a.y_sh) + col[c] * int(a.y_sw) + f0), v[c], f0, a.M);
         }
       } else if (a.store == kStorePixels4) {
         // the 4 pixels are contiguous in memory (rows back to back)
