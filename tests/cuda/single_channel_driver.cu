@@ -454,6 +454,13 @@ static void plan_str(const long long* pl, char* buf, size_t n) {
   snprintf(buf, n, "[%lld,%lld,%lld,%lld,%lld,%lld,%lld]", pl[1], pl[2], pl[3], pl[4], pl[5], pl[6], pl[7]);
 }
 
+// Whether a tensor-core tile of RB rows fits that kernel's shared memory (single_channel_mma.cu,
+// plan_tile: both buffers of an input band of RB + KH - 1 rows x BW = OW + KW - 1 columns,
+// rounded up to 4 floats, within kSmemBudget = 96 KB).
+static bool mma_band_fits(long long RB, long long KH, long long BW) {
+  return 2 * (RB + KH - 1) * ((BW + 3) / 4 * 4) * 4 <= 96 * 1024;
+}
+
 // exploration variants around a planned paper case (all valid plans: the kernel runs them exactly)
 static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   std::vector<std::vector<long long>> v;
@@ -464,7 +471,7 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
       for (long long RB : {1LL, 2LL, 4LL, 8LL, 16LL, 32LL}) {
         if (!grid && !((MB == 32 && RB <= 2) || (MB == 64 && RB == 16))) continue;
         if (RB <= OH && MB <= std::max<long long>(16, (c.M + 15) / 16 * 16) &&
-            2 * (RB + c.KH - 1) * ((c.W + c.pl + c.pr + 3) / 4 * 4) * 4 <= 96 * 1024)
+            mma_band_fits(RB, c.KH, c.W + c.pl + c.pr))
           v.push_back({1, 5, 1, 1, MB, RB, 0, 256});
       }
     if (atoi(std::getenv("SC_MMA")) >= 3) return v;  // tensor-core plans only
@@ -725,13 +732,13 @@ int main(int argc, char** argv) {
         if (n + lo + hi - K + 1 < 1) hi = K - n - lo + U(0, 2);
       };
       fix(c.H, c.pt, c.pb, c.KH); fix(c.W, c.pl, c.pr, c.KW);
-      while (c.W > 1 && 2 * c.KH * ((c.W + c.pl + c.pr + 3) / 4 * 4) * 4 > 96 * 1024) c.W /= 2;
+      while (c.W > 1 && !mma_band_fits(1, c.KH, c.W + c.pl + c.pr)) c.W /= 2;
       fix(c.W, c.pl, c.pr, c.KW);
       const long long OH = c.H + c.pt + c.pb - c.KH + 1, BW = c.W + c.pl + c.pr;
       const long long pl[8] = {1, 5, 1, 1, (long long[]){16, 32, 64, 128}[U(0, 3)],
                                U(1, std::min<long long>(OH, 40)), 0, 256};
       for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
-      while (c.plan[5] > 1 && 2 * (c.plan[5] + c.KH - 1) * ((BW + 3) / 4 * 4) * 4 > 96 * 1024) c.plan[5] /= 2;
+      while (c.plan[5] > 1 && !mma_band_fits(c.plan[5], c.KH, BW)) c.plan[5] /= 2;
       cases.push_back(c);
     }
     // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
