@@ -240,7 +240,7 @@ __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs&
     float* dst = s + t * TM + 4 * h;
     const float* src = w + m * p.w_so + kh * p.w_sh + kw * p.w_sw;
     if (a.w_vec && m + 4 <= p.M) {
-      cp_async16(dst, src, true);
+      cp_async16<true>(dst, src, true);  // every block reads them: through L1 (cp_async.cuh)
     } else {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
