@@ -8,7 +8,13 @@
 // weights straight from global memory (L1/L2 hits after the first touch) and streams 16-byte
 // stores; the launch is a store stream like that store-only kernel.
 //
-// Three store orders, picked on the host from the output strides and alignment:
+// Four store orders, picked on the host from the output strides and alignment:
+//   kAlongM4 (kAlongM's outputs, and the input plane is the output plane: no padding, rows
+//            back to back, OH x OW % 4 == 0): an item is (4 consecutive pixels, 4 filters),
+//            filters fastest; one float4 of weights, one float4 of inputs, four 16-byte
+//            stores (a warp's cover whole lines of a pixel's filters): a quarter of kAlongM's
+//            loads and item decodes per output. kAlongM took 1.12-1.27x its time on the b1
+//            28^2-224^2 NHWC paper layers (H200, benchmarks/notes/single_channel.md round 19).
 //   kAlongM  (y_sc == 1, M % 4 == 0, e.g. NHWC): an item is (pixel, 4 filters), filters
 //            fastest; one float4 of weights, one input, one 16-byte store.
 //   kAlongOW (rows back to back, y_sw == 1 and y_sh == OW, OH x OW % 4 == 0, e.g. NCHW): an
@@ -28,7 +34,7 @@
 namespace fastconv {
 namespace {
 
-enum PWOrder : int { kScalar = 0, kAlongM = 1, kAlongOW = 2 };
+enum PWOrder : int { kScalar = 0, kAlongM = 1, kAlongOW = 2, kAlongM4 = 3 };
 
 constexpr int kPWThreads = 256;
 constexpr int kPWUnroll = 4;  // items per thread per loop turn: their loads are issued together
@@ -42,6 +48,7 @@ struct PWArgs {
   int M;
   int small;                        // items < 2^31: decode by FastDiv
   int x_plane;                      // kAlongOW: the input plane is the output plane (float4 loads)
+  long long y_spix;                 // kAlongM4: the output stride of one flat pixel (y_sw)
   int plane_small;                  // kAlongOW: OH x OW < 2^31: pixel rows by fd_ow
   FastDiv fd_a, fd_b, fd_c;         // item decode (see decode)
   FastDiv fd_ow;                    // kAlongOW: flat pixel -> (oh, ow)
@@ -49,6 +56,7 @@ struct PWArgs {
 };
 
 // (n, m0, oh, ow) of item `it`: kAlongM: it = ((n OH + oh) OW + ow) M/4 + m/4;
+// kAlongM4: it = (n OH OW / 4 + p/4) M/4 + m/4 (the flat pixel p returned in oh);
 // kAlongOW: it = (n ceil(M/4) + m/4) OH OW / 4 + p/4, p = oh OW + ow; kScalar:
 // it = ((n M + m) OH + oh) OW + ow. fd_a/fd_b/fd_c divide by the fastest axes in turn.
 struct PWItem {
@@ -59,6 +67,22 @@ struct PWItem {
 template <int ORDER>
 __device__ __forceinline__ PWItem decode(const PWArgs& a, long long it) {
   PWItem r;
+  if (ORDER == kAlongM4) {  // fd_a = M / 4, fd_b = OH OW / 4
+    int mg, p4;
+    if (a.small) {
+      const uint32_t t = a.fd_a.divmod(uint32_t(it), &mg);
+      r.n = a.fd_b.divmod(t, &p4);
+    } else {
+      mg = int(it % a.da);
+      const long long t = it / a.da;
+      p4 = int(t % a.db);
+      r.n = t / a.db;
+    }
+    r.m = 4 * mg;
+    r.oh = 4 * p4;  // the flat pixel index p of the image
+    r.ow = 0;
+    return r;
+  }
   if (ORDER == kAlongOW) {  // fd_a = OH OW / 4, fd_b = ceil(M / 4)
     int p4, mg;
     if (a.small) {
@@ -139,6 +163,28 @@ __global__ void __launch_bounds__(kPWThreads)
         if (yp[u])
           st4cs(yp[u], make_float4(wv[u].x * xv[u], wv[u].y * xv[u], wv[u].z * xv[u],
                                    wv[u].w * xv[u]));
+    } else if (ORDER == kAlongM4) {
+      float4 xv[kPWUnroll], wv[kPWUnroll];
+      float* yp[kPWUnroll];
+#pragma unroll
+      for (int u = 0; u < kPWUnroll; ++u) {
+        const long long it = base + u * stride;
+        yp[u] = nullptr;
+        if (it >= end) continue;
+        const PWItem t = decode<kAlongM4>(a, it);
+        xv[u] = __ldg(reinterpret_cast<const float4*>(x + t.n * a.x_sn + t.oh));
+        wv[u] = __ldg(reinterpret_cast<const float4*>(w + t.m));
+        yp[u] = y + t.n * a.y_sn + t.oh * a.y_spix + t.m;
+      }
+#pragma unroll
+      for (int u = 0; u < kPWUnroll; ++u) {
+        if (!yp[u]) continue;
+        const float xs[4] = {xv[u].x, xv[u].y, xv[u].z, xv[u].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          st4cs(yp[u] + j * a.y_spix, make_float4(wv[u].x * xs[j], wv[u].y * xs[j],
+                                                  wv[u].z * xs[j], wv[u].w * xs[j]));
+      }
     } else if (ORDER == kAlongOW) {
 #pragma unroll
       for (int u = 0; u < kPWUnroll; ++u) {
@@ -182,12 +228,21 @@ __global__ void __launch_bounds__(kPWThreads)
   }
 }
 
+// Whether the input plane of every image is the output plane, rows back to back, with
+// 16-byte aligned planes: then 4 consecutive output pixels read one float4 of inputs.
+bool input_is_output_plane(const ConvParams& p, const float* x) {
+  return p.pad_top == 0 && p.pad_left == 0 && p.H == p.OH && p.W == p.OW && p.x_sw == 1 &&
+         p.x_sh == p.W && p.x_sn % 4 == 0 && aligned16(x);
+}
+
 // The store order for these buffers (see the header comment).
-int pick_order(const ConvParams& p, const float* w, const float* y) {
+int pick_order(const ConvParams& p, const float* x, const float* w, const float* y) {
   const bool y16 = aligned16(y);
   if (y16 && p.y_sc == 1 && p.M % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0 &&
       p.y_sw % 4 == 0 && p.w_so == 1 && aligned16(w))
-    return kAlongM;
+    return input_is_output_plane(p, x) && p.y_sh == p.OW * p.y_sw && (p.OH * p.OW) % 4 == 0
+               ? kAlongM4
+               : kAlongM;
   if (y16 && p.y_sw == 1 && p.y_sh == p.OW && (p.OH * p.OW) % 4 == 0 && p.y_sc % 4 == 0 &&
       p.y_sn % 4 == 0)
     return kAlongOW;
@@ -205,13 +260,16 @@ PWArgs make_args(const ConvParams& p, const float* x, int order) {
   if (order == kAlongM) {
     da = p.M / 4; db = p.OW; dc = p.OH;
     a.items = p.N * p.OH * p.OW * da;
+  } else if (order == kAlongM4) {
+    da = p.M / 4; db = p.OH * p.OW / 4;
+    a.items = p.N * db * da;
+    a.y_spix = p.y_sw;
   } else if (order == kAlongOW) {
     da = p.OH * p.OW / 4; db = (p.M + 3) / 4;
     a.items = p.N * da * db;
     a.plane_small = p.OH * p.OW < (1LL << 31);
     a.fd_ow = FastDiv(uint32_t(p.OW));
-    a.x_plane = p.pad_top == 0 && p.pad_left == 0 && p.H == p.OH && p.W == p.OW &&
-                p.x_sw == 1 && p.x_sh == p.W && p.x_sn % 4 == 0 && aligned16(x);
+    a.x_plane = input_is_output_plane(p, x);
   } else {
     da = p.OW; db = p.OH; dc = p.M;
     a.items = p.N * p.M * p.OH * p.OW;
@@ -257,8 +315,9 @@ cudaError_t launch_single_channel_pointwise(const ConvParams& p, const float* x,
   DeviceInfo dev;
   cudaError_t err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
-  const int order = pick_order(p, w, y);
+  const int order = pick_order(p, x, w, y);
   const PWArgs a = make_args(p, x, order);
+  if (order == kAlongM4) return launch_order<kAlongM4>(a, dev, x, w, y, stream);
   if (order == kAlongM) return launch_order<kAlongM>(a, dev, x, w, y, stream);
   if (order == kAlongOW) return launch_order<kAlongOW>(a, dev, x, w, y, stream);
   return launch_order<kScalar>(a, dev, x, w, y, stream);
