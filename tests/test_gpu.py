@@ -247,8 +247,10 @@ def test_single_channel_random_vs_lax(cfg):
 
 
 # 1x1 single-channel layers under POINTWISE_MAX_OUT outputs: the pointwise kernel (S6), in its
-# three store orders (float4 along m, float4 along ow with the input plane read as float4s or
-# gathered under padding, scalar), with padding (also negative), batch 64, other permutations.
+# four store orders (float4 along m over 4 pixels where the input plane is the output plane:
+# the first case; float4 along m per pixel: the padded NHWC ones; float4 along ow with the input
+# plane read as float4s or gathered under padding; scalar), with padding (also negative), batch
+# 64, other permutations.
 POINTWISE = [
     ConvConfig(1, 1, 512, 28, 28, 1, 1, (1, 1), "VALID", "NHWC", 6201),
     ConvConfig(2, 1, 64, 30, 30, 1, 1, (1, 1), "VALID", "NCHW", 6202),
