@@ -248,9 +248,9 @@ def test_single_channel_random_vs_lax(cfg):
 
 # 1x1 single-channel layers under POINTWISE_MAX_OUT outputs: the pointwise kernel (S6), in its
 # four store orders (float4 along m over 4 pixels where the input plane is the output plane:
-# the first case; float4 along m per pixel: the padded NHWC ones; float4 along ow with the input
-# plane read as float4s or gathered under padding; scalar), with padding (also negative), batch
-# 64, other permutations.
+# the first case and 6209; float4 along m per pixel: the padded NHWC ones and 6210, whose
+# 54-pixel planes are not a multiple of 4; float4 along ow with the input plane read as float4s
+# or gathered under padding; scalar), with padding (also negative), batch 64, other permutations.
 POINTWISE = [
     ConvConfig(1, 1, 512, 28, 28, 1, 1, (1, 1), "VALID", "NHWC", 6201),
     ConvConfig(2, 1, 64, 30, 30, 1, 1, (1, 1), "VALID", "NCHW", 6202),
@@ -260,6 +260,8 @@ POINTWISE = [
     ConvConfig(2, 1, 16, 12, 10, 1, 1, (1, 1), "VALID", "NHWC-OIHW-NCHW", 6206),
     ConvConfig(2, 1, 12, 8, 6, 1, 1, (1, 1), ((1, 0), (0, 1)), "CHWN-HWIO-NHWC", 6207),
     ConvConfig(1, 1, 7, 5, 5, 1, 1, (1, 1), ((-2, -1), (0, -2)), "NCHW", 6208),
+    ConvConfig(3, 1, 16, 12, 10, 1, 1, (1, 1), "VALID", "NHWC", 6209),   # 4-pixel items, batch 3
+    ConvConfig(2, 1, 8, 9, 6, 1, 1, (1, 1), "VALID", "NHWC", 6210),      # planes of 54: per pixel
 ]
 
 
