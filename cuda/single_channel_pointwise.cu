@@ -64,38 +64,27 @@ struct PWItem {
   int m, oh, ow;
 };
 
+// The two fastest digits f0, f1 of item `it` = (n db + f1) da + f0, and n (fd_a / fd_b; 64-bit
+// divisions where the launch's items do not fit 32 bits).
+__device__ __forceinline__ long long decode2(const PWArgs& a, long long it, int* f0, int* f1) {
+  if (a.small) {
+    const uint32_t t = a.fd_a.divmod(uint32_t(it), f0);
+    return a.fd_b.divmod(t, f1);
+  }
+  *f0 = int(it % a.da);
+  const long long t = it / a.da;
+  *f1 = int(t % a.db);
+  return t / a.db;
+}
+
 template <int ORDER>
 __device__ __forceinline__ PWItem decode(const PWArgs& a, long long it) {
   PWItem r;
-  if (ORDER == kAlongM4) {  // fd_a = M / 4, fd_b = OH OW / 4
-    int mg, p4;
-    if (a.small) {
-      const uint32_t t = a.fd_a.divmod(uint32_t(it), &mg);
-      r.n = a.fd_b.divmod(t, &p4);
-    } else {
-      mg = int(it % a.da);
-      const long long t = it / a.da;
-      p4 = int(t % a.db);
-      r.n = t / a.db;
-    }
-    r.m = 4 * mg;
-    r.oh = 4 * p4;  // the flat pixel index p of the image
-    r.ow = 0;
-    return r;
-  }
-  if (ORDER == kAlongOW) {  // fd_a = OH OW / 4, fd_b = ceil(M / 4)
-    int p4, mg;
-    if (a.small) {
-      const uint32_t t = a.fd_a.divmod(uint32_t(it), &p4);
-      r.n = a.fd_b.divmod(t, &mg);
-    } else {
-      p4 = int(it % a.da);
-      const long long t = it / a.da;
-      mg = int(t % a.db);
-      r.n = t / a.db;
-    }
-    r.m = 4 * mg;
-    r.oh = 4 * p4;  // the flat pixel index p (split per pixel by the caller)
+  if (ORDER == kAlongM4 || ORDER == kAlongOW) {  // kAlongM4: fd_a = M / 4, fd_b = OH OW / 4;
+    int f0, f1;                                  // kAlongOW: fd_a = OH OW / 4, fd_b = ceil(M / 4)
+    r.n = decode2(a, it, &f0, &f1);
+    r.m = 4 * (ORDER == kAlongM4 ? f0 : f1);
+    r.oh = 4 * (ORDER == kAlongM4 ? f1 : f0);  // the flat pixel index p of the image
     r.ow = 0;
     return r;
   }

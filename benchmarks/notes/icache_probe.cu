@@ -7,20 +7,7 @@
 // same; if every launch fetches its code again, STRAIGHT pays ~(code bytes / 128) line fetches
 // from L2 per launch, most of them in sequence.
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o icache_probe icache_probe.cu
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);            \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
+#include "probe_timing.cuh"
 
 template <int N, bool STRAIGHT>
 __global__ void probe(unsigned* out, unsigned seed) {
@@ -45,29 +32,7 @@ __global__ void probe(unsigned* out, unsigned seed) {
 
 template <int N, bool STRAIGHT>
 int time_kernel(int sms, unsigned* out, cudaStream_t s, float* us) {
-  constexpr int kLaunches = 200;
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kLaunches; ++i) probe<N, STRAIGHT><<<sms, 32, 0, s>>>(out, i);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int r = 0; r < 7; ++r) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(1000.f * ms / kLaunches);
-  }
-  std::sort(t.begin(), t.end());
-  *us = t[t.size() / 2];
-  return 0;
+  return time_graph(s, 200, 7, [&](int i) { probe<N, STRAIGHT><<<sms, 32, 0, s>>>(out, i); }, us);
 }
 
 int main() {

@@ -7,20 +7,7 @@
 //   LDC:    the same words read by index (LDC instructions, scoreboarded) all issued first,
 //           then combined: cold lines may be fetched together.
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o param_probe param_probe.cu
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);            \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
+#include "probe_timing.cuh"
 
 struct Params {
   unsigned v[1024];  // 4 KB: the classic kernel parameter limit
@@ -46,31 +33,8 @@ __global__ void probe(const __grid_constant__ Params p, unsigned* out) {
 
 template <int NL, int STRIDE, bool LDC>
 int time_kernel(int sms, unsigned* out, const Params& prm, cudaStream_t s, float* us) {
-  constexpr int kLaunches = 200;
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kLaunches; ++i) probe<NL, STRIDE, LDC><<<sms, 256, 0, s>>>(prm, out);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int r = 0; r < 9; ++r) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(1000.f * ms / kLaunches);
-  }
-  std::sort(t.begin(), t.end());
-  *us = t[t.size() / 2];
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return 0;
+  return time_graph(s, 200, 9, [&](int) { probe<NL, STRIDE, LDC><<<sms, 256, 0, s>>>(prm, out); },
+                    us);
 }
 
 int main() {

@@ -9,20 +9,7 @@
 //            claim is the last possible one (value nchunks - 1) resets the counter for the next
 //            launch (the stream orders launches, so nobody claims after it).
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o store_balance_probe store_balance_probe.cu
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);            \
-      return 1;                                                                          \
-    }                                                                                    \
-  } while (0)
+#include "probe_timing.cuh"
 
 __device__ unsigned g_ctr;
 __device__ unsigned long long g_t[2 * 1024];
@@ -84,35 +71,6 @@ __global__ void dyn(float4* y, long long nvec, unsigned nchunks, unsigned cvec, 
   }
 }
 
-template <typename F>
-int time_graph(cudaStream_t s, F launch, float* us) {
-  constexpr int kLaunches = 40;
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kLaunches; ++i) launch(i);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(1000.f * ms / kLaunches);
-  }
-  std::sort(t.begin(), t.end());
-  *us = t[t.size() / 2];
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return 0;
-}
-
 int main() {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -132,14 +90,14 @@ int main() {
          sms, bytes / 1e6);
   for (int grid : {128, sms}) {
     float us;
-    if (time_graph(s, [&](int i) { stat<false><<<grid, 256, smem, s>>>(y[i & 3], nvec, 1.f); }, &us))
+    if (time_graph(s, 40, 15, [&](int i) { stat<false><<<grid, 256, smem, s>>>(y[i & 3], nvec, 1.f); }, &us))
       return 1;
     printf("static  grid %4d: %7.2f us (%.0f GB/s)\n", grid, us, bytes / us / 1e3);
   }
   for (long long chunk : {16LL << 10, 32LL << 10, 64LL << 10, 128LL << 10}) {
     const unsigned cvec = unsigned(chunk / 16), nchunks = unsigned((nvec + cvec - 1) / cvec);
     float us;
-    if (time_graph(s, [&](int i) { dyn<<<sms, 256, smem, s>>>(y[i & 3], nvec, nchunks, cvec, 1.f); }, &us))
+    if (time_graph(s, 40, 15, [&](int i) { dyn<<<sms, 256, smem, s>>>(y[i & 3], nvec, nchunks, cvec, 1.f); }, &us))
       return 1;
     printf("dynamic chunk %4lld KB (%u chunks): %7.2f us (%.0f GB/s)\n", chunk >> 10, nchunks, us,
            bytes / us / 1e3);
