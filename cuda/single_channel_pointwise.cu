@@ -133,8 +133,9 @@ __global__ void __launch_bounds__(kPWThreads)
   const long long first = (long long)blockIdx.x * a.per_block;
   const long long end = min(a.items, first + a.per_block);
   for (long long base = first + threadIdx.x; base < end; base += kPWUnroll * stride) {
-    if (ORDER == kAlongM) {
-      float xv[kPWUnroll];
+    if (ORDER == kAlongM || ORDER == kAlongM4) {
+      constexpr int P = ORDER == kAlongM4 ? 4 : 1;  // pixels per item
+      float xv[kPWUnroll][P];
       float4 wv[kPWUnroll];
       float* yp[kPWUnroll];
 #pragma unroll
@@ -142,37 +143,26 @@ __global__ void __launch_bounds__(kPWThreads)
         const long long it = base + u * stride;
         yp[u] = nullptr;
         if (it >= end) continue;
-        const PWItem t = decode<kAlongM>(a, it);
-        xv[u] = input_at(a, x, t.n, t.oh, t.ow);
+        const PWItem t = decode<ORDER>(a, it);
+        if constexpr (P == 4) {  // t.oh: the flat pixel, a multiple of 4
+          const float4 v = __ldg(reinterpret_cast<const float4*>(x + t.n * a.x_sn + t.oh));
+          xv[u][0] = v.x; xv[u][1] = v.y; xv[u][2] = v.z; xv[u][3] = v.w;
+        } else {
+          xv[u][0] = input_at(a, x, t.n, t.oh, t.ow);
+        }
         wv[u] = __ldg(reinterpret_cast<const float4*>(w + t.m));  // w_so == 1, aligned
-        yp[u] = y + t.n * a.y_sn + t.oh * a.y_sh + t.ow * a.y_sw + t.m;
-      }
-#pragma unroll
-      for (int u = 0; u < kPWUnroll; ++u)
-        if (yp[u])
-          st4cs(yp[u], make_float4(wv[u].x * xv[u], wv[u].y * xv[u], wv[u].z * xv[u],
-                                   wv[u].w * xv[u]));
-    } else if (ORDER == kAlongM4) {
-      float4 xv[kPWUnroll], wv[kPWUnroll];
-      float* yp[kPWUnroll];
-#pragma unroll
-      for (int u = 0; u < kPWUnroll; ++u) {
-        const long long it = base + u * stride;
-        yp[u] = nullptr;
-        if (it >= end) continue;
-        const PWItem t = decode<kAlongM4>(a, it);
-        xv[u] = __ldg(reinterpret_cast<const float4*>(x + t.n * a.x_sn + t.oh));
-        wv[u] = __ldg(reinterpret_cast<const float4*>(w + t.m));
-        yp[u] = y + t.n * a.y_sn + t.oh * a.y_spix + t.m;
+        if constexpr (P == 4)
+          yp[u] = y + t.n * a.y_sn + t.oh * a.y_spix + t.m;
+        else
+          yp[u] = y + t.n * a.y_sn + t.oh * a.y_sh + t.ow * a.y_sw + t.m;
       }
 #pragma unroll
       for (int u = 0; u < kPWUnroll; ++u) {
         if (!yp[u]) continue;
-        const float xs[4] = {xv[u].x, xv[u].y, xv[u].z, xv[u].w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          st4cs(yp[u] + j * a.y_spix, make_float4(wv[u].x * xs[j], wv[u].y * xs[j],
-                                                  wv[u].z * xs[j], wv[u].w * xs[j]));
+        for (int j = 0; j < P; ++j)
+          st4cs(yp[u] + j * a.y_spix, make_float4(wv[u].x * xv[u][j], wv[u].y * xv[u][j],
+                                                  wv[u].z * xv[u][j], wv[u].w * xv[u][j]));
       }
     } else if (ORDER == kAlongOW) {
 #pragma unroll
