@@ -91,6 +91,7 @@
 #include "kernels.h"
 #include "launch_util.h"
 #include "register_tile.cuh"
+#include "winograd_f45.cuh"
 
 namespace fastconv {
 namespace {
@@ -135,6 +136,11 @@ struct SCArgs {
   FastDiv fd_nq, fd_ow;          // flat: chunks per tile (RB x OW / 4), output width
   int tp;                        // output columns per thread: kTP, or kTP8 (pick_tp); last in
                                  // the struct: the 4-column instances' code stays as it was
+  // Row-Winograd products (plan[6] & 2, 5x5 only; f45_* below): nc chunks of 4 output columns
+  // per tile row, transformed rows of DW = 8 nc floats, a thread's chunks q and q + Qh of the
+  // tile's RB x nc.
+  int wino, nc, DW, Qh;
+  FastDiv fd_nc;
 };
 
 struct Tile {
@@ -258,6 +264,9 @@ __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs&
 // launch reads again (code, parameters, filters): 0.98x the time over the 42 paper-single
 // layers with a floor >= 8 us (0.93-1.00x; H100, benchmarks/notes/single_channel.md round 12).
 __device__ __forceinline__ void st4(float* ptr, const float (&v)[4]) {
+#ifdef SC_NO_STORES  // driver experiments: the compute alone (a store that never happens)
+  if (v[0] != -1.2345e-38f) return;
+#endif
   asm volatile(
       "{\n .reg .u64 g;\n cvta.to.global.u64 g, %0;\n"
       " st.global.cs.v4.f32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(ptr),
@@ -582,6 +591,266 @@ __global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
   }
 }
 
+// ---- Row-Winograd products (plan[6] & 2; 5x5 kernels): F(4, 5) along each row -------------
+// A thread's item is 4 filters (group gl) x 2 chunks of 4 output columns (chunks q and q + Qh of
+// the tile's RB x nc); per filter row kh it reads its 2 chunks' 8 transformed inputs and its 4
+// filters' 8 transformed taps and does 64 FMAs where the direct sum does 160 (20 per filter and
+// chunk), then transforms back once per filter and chunk. Lanes: NHWC-like outputs (LAYOUT 1)
+// run gl fastest (the 8 groups of a pixel store 128 contiguous bytes, and read 128 contiguous
+// bytes of filters); NCHW-like ones 8 consecutive chunks x 4 groups (each filter's 8 chunks
+// store 128 contiguous bytes; a warp's 4 groups read 64 bytes of filters, its 8 chunks 128
+// contiguous bytes of inputs: one shared wavefront each). Each tile's staged rows and each new
+// filter group are transformed once, after they land (f45_transform_*), into single buffers the
+// items read; the raw copies of the next tile are then already in flight.
+constexpr int kF45Taps = 5 * 8;                // transformed taps of a filter (KH x 8)
+constexpr int kF45Group = 4 * kF45Taps + 4;    // floats per filter group; +4: 8 groups' reads
+                                               // fall in distinct banks
+// Transformed inputs and taps are products' operands only while within +-kF45Max: then every
+// sum of products and its A^T transform stays finite (< 20 x 5 x 1e36), and so does the direct
+// sum. A tile with any other value (inf, NaN, or huge) is computed by direct sums instead
+// (f45_direct_chunk), so that inf and NaN inputs give the direct convolution's infs and NaNs.
+constexpr float kF45Max = 1e18f;
+__device__ __forceinline__ bool f45_out_of_range(const float (&v)[8]) {
+  bool bad = false;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) bad |= !(fabsf(v[e]) <= kF45Max);  // NaN compares false
+  return bad;
+}
+
+// Chunk c of staged row r (columns 4c .. 4c + 7) -> dt[r * DW + 4 nc h + 4c + e], e < 4, for
+// its transformed values 4h + e: consecutive chunks' halves are contiguous, so that 8 lanes on
+// 8 consecutive chunks read 128 contiguous bytes.
+// Returns whether this thread wrote a value out of kF45Max's range.
+__device__ __forceinline__ bool f45_transform_input(const SCArgs& a, const float* __restrict__ raw,
+                                                    float* __restrict__ dt) {
+  bool bad = false;
+  const int total = a.in_rows * a.nc;
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    int c;
+    const int r = int(a.fd_nc.divmod(uint32_t(e), &c));
+    const float4* s4 = reinterpret_cast<const float4*>(raw + r * a.SW + 4 * c);
+    const float4 lo = s4[0], hi = s4[1];
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    float d[8];
+    f45_input(v, d);
+    bad |= f45_out_of_range(d);
+    float* o = dt + r * a.DW + 4 * c;
+    *reinterpret_cast<float4*>(o) = make_float4(d[0], d[1], d[2], d[3]);
+    *reinterpret_cast<float4*>(o + 4 * a.nc) = make_float4(d[4], d[5], d[6], d[7]);
+  }
+  return bad;
+}
+
+// Filter rows staged as stage_filters<kTM4> leaves them ([gl][kh][kw][4]) -> gt[gl * kF45Group +
+// (kh * 8 + e) * 4 + q] for filter gl * 4 + q. Returns whether this thread wrote a value out of kF45Max's
+// range.
+__device__ __forceinline__ bool f45_transform_filters(const SCArgs& a, const float* __restrict__ raw,
+                                                      float* __restrict__ gt) {
+  bool bad = false;
+  const int total = a.GM * 5 * 4;
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    const int q = e & 3, t = e >> 2, gl = t / 5, kh = t - 5 * gl;
+    float wr[5], g[8];
+#pragma unroll
+    for (int k = 0; k < 5; ++k) wr[k] = raw[(gl * 25 + kh * 5 + k) * 4 + q];
+    f45_filter(wr, g);
+    bad |= f45_out_of_range(g);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) gt[gl * kF45Group + (kh * 8 + k) * 4 + q] = g[k];
+  }
+  return bad;
+}
+
+// The direct sums of one chunk of 4 filters x 4 columns (the FFMA kernel's order), written to y:
+// for the tiles whose transforms left kF45Max's range.
+__device__ __forceinline__ void f45_direct_chunk(const ConvParams& p, const Tile& t, int oh,
+                                                 int ow0, int ncol, int m0,
+                                                 const float* __restrict__ x,
+                                                 const float* __restrict__ w, float* __restrict__ y) {
+  const float* xn = x + t.n * p.x_sn;
+#pragma unroll 1
+  for (int j = 0; j < ncol; ++j) {
+    const int ow = ow0 + j;
+#pragma unroll 1
+    for (int m = m0; m < min(m0 + 4, int(p.M)); ++m) {
+      float acc = 0.f;
+#pragma unroll 1
+      for (int kh = 0; kh < 5; ++kh) {
+        const long long ih = oh + kh - p.pad_top;
+#pragma unroll 1
+        for (int kw = 0; kw < 5; ++kw) {
+          const long long iw = ow + kw - p.pad_left;
+          const bool ok = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+          const float xv = ok ? xn[ih * p.x_sh + iw * p.x_sw] : 0.f;
+          acc = fmaf(w[m * p.w_so + kh * p.w_sh + kw * p.w_sw], xv, acc);
+        }
+      }
+      __stcs(y + t.n * p.y_sn + (long long)m * p.y_sc + (long long)oh * p.y_sh +
+                 (long long)ow * p.y_sw, acc);
+    }
+  }
+}
+
+// The items of a tile (see above). LAYOUT 0: y_sw == 1 (16-byte stores along ow per filter);
+// 1: y_sc == 1 (16-byte stores of a pixel's 4 filters); a.vec16 == 0: scalar stores.
+template <int LAYOUT>
+__device__ __forceinline__ void f45_compute_tile(const ConvParams& p, const SCArgs& a, const Tile& t,
+                                                 const float* __restrict__ dt,
+                                                 const float* __restrict__ gt,
+                                                 const float* __restrict__ x,
+                                                 const float* __restrict__ w,
+                                                 float* __restrict__ y, bool direct) {
+  const int oh0 = t.rb * a.RB, ow0 = t.cb * a.CB, m0g = t.g * a.MB;
+  const int RBt = min(a.RB, int(p.OH) - oh0);
+  const int CBt = min(a.CB, int(p.OW) - ow0);
+  const int nq = a.RB * a.nc;
+  // offsets inside a tile fit 32 bits (f45_offsets_fit): no 64-bit address math per store
+  const int ysc = int(p.y_sc), ysh = int(p.y_sh), ysw = int(p.y_sw);  // chunks of the full tile; edge tiles skip those past the map
+  float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
+              (long long)ow0 * p.y_sw;
+  for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
+    int gl, q;
+    if (LAYOUT == 0) {  // 8 consecutive chunks x 4 filter groups per warp
+      const int qh = int(a.fd_gm.divmod(uint32_t(it) >> 3, &gl));
+      q = 8 * qh + (it & 7);
+    } else {            // filter groups fastest
+      q = int(a.fd_gm.divmod(uint32_t(it), &gl));
+    }
+    if (q >= a.Qh) continue;
+    int r[2], c[2];
+    r[0] = int(a.fd_nc.divmod(uint32_t(q), &c[0]));
+    r[1] = int(a.fd_nc.divmod(uint32_t(q + a.Qh), &c[1]));
+    bool ok[2];
+    ok[0] = r[0] < RBt && 4 * c[0] < CBt;
+    ok[1] = q + a.Qh < nq && r[1] < RBt && 4 * c[1] < CBt;
+    if (!ok[0] && !ok[1]) continue;
+    const int m0 = m0g + gl * 4, mrem = int(p.M) - m0;
+    if (direct) {
+#pragma unroll
+      for (int k = 0; k < 2; ++k)
+        if (ok[k])
+          f45_direct_chunk(p, t, oh0 + r[k], ow0 + 4 * c[k], min(CBt - 4 * c[k], 4), m0, x, w, y);
+      continue;
+    }
+    float acc[2][4][8];
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[k][i][e] = 0.f;
+    // a chunk past the tile reads chunk 0's row 0 (in the buffer) and is never stored
+    const float* d0 = dt + (ok[0] ? r[0] * a.DW + 4 * c[0] : 0);
+    const float* d1 = dt + (ok[1] ? r[1] * a.DW + 4 * c[1] : 0);
+    const int hoff = 4 * a.nc;
+    const float* g = gt + gl * kF45Group;
+#pragma unroll
+    for (int kh = 0; kh < 5; ++kh) {
+      float v[2][8];
+      const float4 a0 = *reinterpret_cast<const float4*>(d0 + kh * a.DW);
+      const float4 a1 = *reinterpret_cast<const float4*>(d0 + kh * a.DW + hoff);
+      const float4 b0 = *reinterpret_cast<const float4*>(d1 + kh * a.DW);
+      const float4 b1 = *reinterpret_cast<const float4*>(d1 + kh * a.DW + hoff);
+      v[0][0] = a0.x; v[0][1] = a0.y; v[0][2] = a0.z; v[0][3] = a0.w;
+      v[0][4] = a1.x; v[0][5] = a1.y; v[0][6] = a1.z; v[0][7] = a1.w;
+      v[1][0] = b0.x; v[1][1] = b0.y; v[1][2] = b0.z; v[1][3] = b0.w;
+      v[1][4] = b1.x; v[1][5] = b1.y; v[1][6] = b1.z; v[1][7] = b1.w;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float wv[4];
+        load_weights<4>(g + (kh * 8 + e) * 4, wv);
+#pragma unroll
+        for (int k = 0; k < 2; ++k)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[k][i][e] = fmaf(wv[i], v[k][e], acc[k][i][e]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (!ok[k]) continue;
+      float o[4][4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) f45_output(acc[k][i], o[i]);
+      const int col = 4 * c[k], crem = CBt - col;
+      float* yb = yt + (r[k] * ysh + col * ysw + gl * 4 * ysc);
+      if (LAYOUT == 0 && a.vec16 && crem >= 4) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (i < mrem) st4(yb + i * ysc, o[i]);
+      } else if (LAYOUT == 1 && a.vec16 && mrem >= 4) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (j < crem) {
+            const float v[4] = {o[0][j], o[1][j], o[2][j], o[3][j]};
+            st4(yb + j * ysw, v);
+          }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (i < mrem && j < crem) __stcs(yb + i * ysc + j * ysw, o[i][j]);
+      }
+    }
+  }
+}
+
+// The tile loop of single_channel_kernel with the transforms between a tile's copies landing
+// and its items: shared = raw input patch | transformed rows | raw filters | transformed filters.
+template <int LAYOUT>
+__global__ void __launch_bounds__(kMaxThreads, 2)
+    single_channel_f45_kernel(const ConvParams p, const SCArgs a, const float* __restrict__ x,
+                              const float* __restrict__ w, float* __restrict__ y) {
+  extern __shared__ float4 smem4[];
+  float* raw_in = reinterpret_cast<float*>(smem4);
+  float* dt = raw_in + a.in_floats;
+  float* raw_w = dt + a.in_rows * a.DW;
+  float* gt = raw_w + a.w_floats;
+
+  long long t0, t1;
+  if (a.prefetch) {
+    t0 = (long long)blockIdx.x * a.ntiles / gridDim.x;
+    t1 = (long long)(blockIdx.x + 1) * a.ntiles / gridDim.x;
+  } else {
+    t0 = blockIdx.x;
+    t1 = t0 + 1;
+  }
+  if (t0 >= t1) return;
+
+  Tile cur = decode(a, t0);
+  stage_input(p, a, cur, x, raw_in);
+  stage_filters<kTM4>(p, a, cur.g, w, raw_w);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  // whether the transformed patch / filters left kF45Max's range (block-uniform)
+  bool bad_in = __syncthreads_or(f45_transform_input(a, raw_in, dt));
+  bool bad_w = __syncthreads_or(f45_transform_filters(a, raw_w, gt));
+
+  for (long long t = t0; t < t1; ++t) {
+    const bool has_next = t + 1 < t1;
+    Tile nxt = cur;
+    bool new_in = false, new_w = false;
+    if (has_next) {  // the raw buffers were consumed by the transforms before the last barrier
+      nxt = decode(a, t + 1);
+      new_in = nxt.n != cur.n || nxt.rb != cur.rb || nxt.cb != cur.cb;
+      new_w = nxt.g != cur.g;
+      if (new_in) stage_input(p, a, nxt, x, raw_in);
+      if (new_w) stage_filters<kTM4>(p, a, nxt.g, w, raw_w);
+      cp_async_commit();
+    }
+    f45_compute_tile<LAYOUT>(p, a, cur, dt, gt, x, w, y, bad_in || bad_w);
+    if (has_next) {
+      cp_async_wait<0>();
+      __syncthreads();
+      if (new_in) bad_in = __syncthreads_or(f45_transform_input(a, raw_in, dt));
+      if (new_w) bad_w = __syncthreads_or(f45_transform_filters(a, raw_w, gt));
+      if (!new_in && !new_w) __syncthreads();
+      cur = nxt;
+    }
+  }
+}
+
 long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 // Whether plan[1..7] are exactly [division, 1, 1, 0, 0, 0, 256]: the attributes of the kernels
@@ -689,6 +958,14 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->fd_ow = FastDiv(uint32_t(std::max<long long>(1, p.OW)));
 }
 
+// Whether every output offset inside a row-Winograd tile (up to RB rows, MB filters and a whole
+// output row) fits 32 bits (f45_compute_tile's store addresses).
+bool f45_offsets_fit(const ConvParams& p, long long RB, long long MB) {
+  const long long lim = (1LL << 31) - 1;
+  if (std::abs(p.y_sc) > lim || std::abs(p.y_sh) > lim || std::abs(p.y_sw) > lim) return false;
+  return (MB - 1) * std::abs(p.y_sc) + (RB - 1) * std::abs(p.y_sh) + (p.OW + 3) * std::abs(p.y_sw) < lim;
+}
+
 // The planner's plan, taken exactly when every value is in the kernel's supported ranges
 // (see the header comment); false otherwise.
 bool resolve_exact(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
@@ -697,18 +974,31 @@ bool resolve_exact(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   if (division != 1 && division != 2) return false;
   if (MB < kTM || MB > 128 || MB % kTM != 0) return false;
   if (RB < 1 || RB > std::min<long long>(p.OH, 64)) return false;
-  if (pref != 0 && pref != 1) return false;
+  if (pref < 0 || pref > 3) return false;
+  const bool wino = pref & 2;  // row-Winograd products (f45_*): 5x5 kernels only
+  if (wino && (p.KH != 5 || p.KW != 5 || !f45_offsets_fit(p, RB, MB))) return false;
   if (thr < 64 || thr > kMaxThreads || thr % 32 != 0) return false;
   if (division == 1 && (P != cdiv(p.OH, RB) || Q != 1)) return false;
   if (division == 2 && (P != 1 || Q != cdiv(p.M, MB))) return false;
   const long long rows_in = RB + p.KH - 1;
   const long long CB = cb_for(rows_in, p.OW, p.KW);
   if (rows_in * sw_for(CB, p.KW) > kInBudget) return false;
-  fill_args(p, division, RB, CB, MB, pref, &r->a);
-  r->smem = size_t(pref ? 2 : 1) * (r->a.in_floats + r->a.w_floats) * sizeof(float);
+  fill_args(p, division, RB, CB, MB, pref & 1, &r->a);
+  if (wino) {  // single buffers: raw patch, its transform, raw filters, their transform
+    SCArgs& a = r->a;
+    set_register_tile(kTM4, kTP8, &a);  // GM = MB / 4 filter groups (items: f45_items)
+    a.wino = 1;
+    a.nc = int(cdiv(CB, 4));
+    a.DW = 8 * a.nc;
+    a.Qh = int(cdiv(RB * a.nc, 2));
+    a.fd_nc = FastDiv(uint32_t(a.nc));
+    r->smem = size_t(a.in_floats + a.in_rows * a.DW + a.w_floats + a.GM * kF45Group) * sizeof(float);
+  } else {
+    r->smem = size_t(pref ? 2 : 1) * (r->a.in_floats + r->a.w_floats) * sizeof(float);
+  }
   if (r->smem > size_t(dev.smem_optin)) return false;
   r->threads = int(thr);
-  r->grid = pref ? std::min<long long>(r->a.ntiles, 2LL * std::max(1, dev.sms)) : r->a.ntiles;
+  r->grid = (pref & 1) ? std::min<long long>(r->a.ntiles, 2LL * std::max(1, dev.sms)) : r->a.ntiles;
   r->exact = true;
   return true;
 }
@@ -817,6 +1107,10 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   if (p.y_sw == 1 && !(p.y_sc == 1 && p.OW < 4)) { r->layout = 0; a.vec = 1; }
   else if (p.y_sc == 1) { r->layout = 1; a.vec = 1; }
   else { r->layout = 0; a.vec = 0; }
+  if (a.wino) {  // 4 filters x 2 chunks (resolve_exact); the lane order follows the layout
+    a.items = r->layout == 1 ? a.GM * a.Qh : a.GM * 8 * int(cdiv(a.Qh, 8));
+    return cudaSuccess;
+  }
   const int tm = pick_tm(p, r->layout, a.vec);
   set_register_tile(tm, pick_tp(p, r->layout, tm, a.MB), &a);
   return cudaSuccess;
@@ -862,10 +1156,10 @@ cudaError_t check_params(const ConvParams& p) {
   return cudaSuccess;
 }
 
-template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false, int TM = kTM, int TP = kTP>
-cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
-                     const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT, TM, TP>;
+template <typename Kernel>
+cudaError_t launch_kernel(Kernel kern, const ConvParams& p, const Resolved& r,
+                          const DeviceInfo& dev, const float* x, const float* w, float* y,
+                          cudaStream_t stream) {
   cudaError_t e = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             int(r.smem));
@@ -881,6 +1175,13 @@ cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& d
   if (grid > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   return launch_ex(kern, dim3(unsigned(grid)), dim3(unsigned(r.threads)), r.smem, stream, p, r.a,
                    x, w, y);
+}
+
+template <int KH_T, int KW_T, int LAYOUT, bool FLAT = false, int TM = kTM, int TP = kTP>
+cudaError_t launch_t(const ConvParams& p, const Resolved& r, const DeviceInfo& dev,
+                     const float* x, const float* w, float* y, cudaStream_t stream) {
+  return launch_kernel(single_channel_kernel<KH_T, KW_T, LAYOUT, FLAT, TM, TP>, p, r, dev, x, w,
+                       y, stream);
 }
 
 // The instance of kernel size K (1, 3, 5 or 7) for the work order resolve() and the launch chose:
@@ -934,7 +1235,8 @@ cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10])
   Resolved r;
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
-  const long long v[10] = {r.exact, r.a.order, r.a.RB, r.a.CB, r.a.MB, r.a.prefetch, r.threads,
+  const long long v[10] = {r.exact, r.a.order, r.a.RB, r.a.CB, r.a.MB,
+                           r.a.prefetch | (r.a.wino << 1), r.threads,
                            r.grid, (long long)r.smem, r.layout};
   for (int i = 0; i < 10; ++i) out[i] = v[i];
   return cudaSuccess;
@@ -959,6 +1261,11 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   r.a.flat = flat_chunks(p, r, y);
 #endif
   staging_vectors(p, x, w, &r.a);
+  if (r.a.wino) {
+    r.a.flat = 0;
+    return r.layout == 1 ? launch_kernel(single_channel_f45_kernel<1>, p, r, dev, x, w, y, stream)
+                         : launch_kernel(single_channel_f45_kernel<0>, p, r, dev, x, w, y, stream);
+  }
   // flat chunks (flat_chunks: LAYOUT 0, KH == KW in {1, 3, 5, 7}) are dispatched with the rest
   if (r.layout == 0) return dispatch_k<0>(p, r, dev, x, w, y, stream);
   return dispatch_k<1>(p, r, dev, x, w, y, stream);

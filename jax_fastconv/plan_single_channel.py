@@ -15,7 +15,8 @@ cuda/single_channel.cu (its header comment: "Mapping of plan[1..7]"):
     [1, 4, 1, 1, 0, 0, 0, 256], the strided kernel of cuda/single_channel_strided.cu (S7).
     Division 5 (2 to 64 taps, sm_80+): [1, 5, 1, 1, MB, RB, 0, 256], the 3xTF32 tensor-core
     kernel of cuda/single_channel_mma.cu with tiles of MB in {16, 32, 64, 128} filters x RB
-    output rows (S9).
+    output rows (S9). Divisions 1 and 2 with prefetch + 2 (5x5 kernels only): the same tiles
+    with row-Winograd F(4, 5) products (S10).
 
 The kernel runs a valid plan as given (no re-choice, no clamping); `launch_of(spec, plan)`
 recomputes that launch in Python and `tile_ranges(spec, plan)` the output boxes it writes.
@@ -98,6 +99,17 @@ S9. Tensor cores (beyond the paper, whose GPU has none): on the H200 a 5x5 layer
     the paper's missed layers, H100 driver) to the autotuner, which keeps it where it is faster
     (H100 driver: 0.83-0.86x the FFMA plan's time on b32 28^2 K5, 0.90-0.95x on b32 56^2 K5,
     0.93-0.97x on b1 512^2 K3/K5 NHWC; 1.13-1.24x slower on NCHW K3, which it then leaves).
+S10. Row-Winograd products (beyond the paper): for 5x5 kernels the staged kernel can compute
+    each filter row's 4 outputs per chunk with Winograd's F(4, 5) (cuda/winograd_f45.cuh: 8
+    products instead of 20; the tile's input rows and filters transformed once in shared
+    memory, the products of the 5 filter rows summed in the transformed domain; float32
+    relative error ~4e-7; tiles with inf, NaN or huge values are computed by direct sums).
+    plan[6] + F45_FLAG selects it for a division 1 or 2 tile (4 filters x 2 chunks of 4
+    columns per thread). Like S9 it is not planned by a rule: `candidate_plans` offers the
+    planned tile and F45_TILES with the flag, and the autotuner keeps it where it is faster
+    (H100 driver, best tile vs the FFMA plan: 0.84-0.92x on b32 28^2 K5, 0.96x on b32 56^2 K5,
+    its products alone 0.76-0.80x and 0.86-0.87x; 1.02-1.14x slower on the batch-1 maps,
+    whose one-wave launches are not bound by their products).
 """
 from __future__ import annotations
 
@@ -134,6 +146,42 @@ HOPPER_ITEMS = 2048
 # and the output size below which it is planned (above it, the staged kernel runs alone).
 POINTWISE_ATTRS = (3, 1, 1, 0, 0, 0, 256)
 POINTWISE_MAX_OUT = 1 << 22
+
+
+# S10: plan[6] bit of the row-Winograd products (5x5), floats of a group of 4 transformed
+# filters in shared memory (kF45Group), and the tiles offered to the autotuner besides the
+# planned one: (division, MB, RB, prefetch), the best tiles of an H100 driver grid on the
+# paper's 5x5 layers (benchmarks/notes/single_channel.md round 20).
+F45_FLAG = 2
+F45_GROUP = 4 * 5 * 8 + 4
+F45_TILES = ((2, 32, 4, 0), (1, 32, 24, 1), (2, 64, 24, 0))
+
+
+def is_f45(attrs) -> bool:
+    """Whether plan attributes ask for the row-Winograd products (S10)."""
+    a = tuple(attrs)[-7:]
+    return len(a) == 7 and a[0] in (1, 2) and bool(a[5] & F45_FLAG)
+
+
+def f45_supported(spec) -> str | None:
+    """Why the row-Winograd products do not run this layer (None: they do); the output's whole
+    index range in 32 bits stands in, on the safe side, for f45_offsets_fit's tile range."""
+    d = spec.dims
+    if (d["KH"], d["KW"]) != (5, 5):
+        return "not a 5x5 kernel"
+    if d["C"] != 1 or tuple(spec.window_strides) != (1, 1):
+        return "not a stride-1 single-channel layer"
+    if d["N"] * d["M"] * d["OH"] * d["OW"] >= 1 << 31:
+        return "outputs past 32-bit offsets"
+    return None
+
+
+def f45_shared_bytes(RB: int, MB: int, KH: int, KW: int, OW: int) -> int:
+    """Shared memory of a row-Winograd tile: the raw patch, its transformed rows (8 floats per
+    chunk of 4 columns), the raw filters and their transforms, each single buffered."""
+    cb = column_tile(RB, KH, KW, OW)
+    return 4 * ((RB + KH - 1) * (shared_line(cb, KW) + 8 * _cdiv(cb, 4)) + KH * KW * MB
+                + MB // 4 * F45_GROUP)
 
 
 def is_pointwise(attrs) -> bool:
@@ -379,9 +427,11 @@ def launch_of(spec, plan) -> dict:
                     shared=2 * (RB + KH - 1) * _mma_line(spec) * 4, grid_per_sm=BLOCKS_PER_SM)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
-    return dict(division=division, RB=RB, CB=CB, MB=MB, prefetch=prefetch, threads=T,
-                tiles=tiles, SW=shared_line(CB, KW),
-                shared=shared_bytes(RB, MB, KH, KW, OW, prefetch),
+    f45 = bool(prefetch & F45_FLAG)
+    return dict(division=division, RB=RB, CB=CB, MB=MB, prefetch=prefetch & 1, threads=T,
+                tiles=tiles, SW=shared_line(CB, KW), f45=f45,
+                shared=(f45_shared_bytes(RB, MB, KH, KW, OW) if f45
+                        else shared_bytes(RB, MB, KH, KW, OW, prefetch)),
                 grid_per_sm=BLOCKS_PER_SM)
 
 
@@ -415,8 +465,11 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
         bad.append("MB")
     if not 1 <= RB <= min(d["OH"], RB_MAX):
         bad.append("RB")
-    if prefetch not in (0, 1):
+    f45 = prefetch in (2, 3)
+    if prefetch not in (0, 1) and not f45:
         bad.append("prefetch")
+    if f45 and f45_supported(spec) is not None:
+        bad.append("row-Winograd products")
     if T % 32 or not T_MIN <= T <= T_MAX:
         bad.append("threads")
     if division == 1 and (P != _cdiv(d["OH"], RB) or Q != 1):
@@ -426,7 +479,9 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
     if not bad:
         if not patch_fits(RB, d["KH"], d["KW"], d["OW"]):
             bad.append("input buffer")
-        if shared_bytes(RB, MB, d["KH"], d["KW"], d["OW"], prefetch) > hw.shared_per_block_optin:
+        shared = (f45_shared_bytes(RB, MB, d["KH"], d["KW"], d["OW"]) if f45
+                  else shared_bytes(RB, MB, d["KH"], d["KW"], d["OW"], prefetch))
+        if shared > hw.shared_per_block_optin:
             bad.append("shared")
     return bad
 
@@ -731,6 +786,8 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
     _, _, P, Q, MB, RB, _, T = variant.kernel_attrs
     mode = ({3: "pointwise", 4: "strided", MMA_DIVISION: "tensor cores (3xTF32)"}.get(L["division"])
             or ("prefetch" if L["prefetch"] else "volume"))
+    if L.get("f45"):
+        mode += ", row-Winograd F(4, 5) products"
     new = {"division": L["division"], "mode": mode,
            "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
            "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
@@ -768,6 +825,20 @@ def candidate_plans(spec, hw, plan) -> list:
         for MB, RB in mma_tiles(spec, hw):
             out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + mma_attrs(MB, RB),
                                    f"tensor cores (3xTF32), MB {MB}, RB {RB}"))
+    if f45_supported(spec) is None:    # S10: the planned tile and F45_TILES, row-Winograd
+        tiles = [(plan.kernel_attrs[1], MB0, RB0, plan.kernel_attrs[6])] + list(F45_TILES)
+        for division, mb, rb, prefetch in tiles:
+            if division not in (1, 2):
+                continue
+            MB = _r8(min(mb, max(TM, M)))
+            RB = max(1, min(rb, OH, RB_MAX))
+            P, Q = (_cdiv(OH, RB), 1) if division == 1 else (1, _cdiv(M, MB))
+            attrs = (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch | F45_FLAG, 256)
+            if any(p.kernel_attrs == attrs for p in out) or valid_attrs(spec, attrs, hw):
+                continue
+            out.append(_with_attrs(spec, plan, attrs,
+                                   f"row-Winograd F(4, 5) products, division {division}, "
+                                   f"MB {MB}, RB {RB}, {'prefetch' if prefetch else 'volume'}"))
     for division, mb, rb, prefetch, T, why in VARIANTS:
         MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
         if rb == "bands":

@@ -233,6 +233,35 @@ def _valid(cfg: ConvConfig) -> bool:
     return all(d > 0 for d in shape)
 
 
+def random_single_channel_layers(count: int, seed: int, kernels, id0: int,
+                                 taps_ok=lambda kh, kw: True) -> list[ConvConfig]:
+    """C = 1, stride 1 layers for the single-channel kernels' GPU tests: kernels drawn from
+    `kernels` ((kh, kw), or None for a random 1-8 x 1-8 one) kept where taps_ok(kh, kw), maps
+    1-90 a side and a few wide ones (whole-row tiles of 300-700 columns), 1-130 filters (M % 16
+    != 0: partial groups of filters), batch 1-32, every padding kind (negative pairs too),
+    NCHW, NHWC and the other layout permutations (scalar stores); seeds id0, id0 + 1, ..."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        i = len(out)
+        k = kernels[int(rng.integers(len(kernels)))]
+        kh, kw = k if k else (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
+        if not taps_ok(kh, kw):
+            continue
+        n = int(rng.choice([1, 1, 2, 3, 32]))
+        m = int(rng.choice([1, 5, 16, 20, 32, 64, 130]))
+        h = int(rng.integers(1, 91))
+        w = int(rng.integers(300, 700)) if i % 7 == 3 else int(rng.integers(1, 91))
+        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
+        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
+               if kind == "explicit" else str(kind))
+        layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
+        cfg = ConvConfig(n, 1, m, h, w, kh, kw, (1, 1), pad, layout, id0 + i)
+        if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000:
+            out.append(cfg)
+    return out
+
+
 def random_config(rng: np.random.Generator, seed: int, *, max_n=3, max_c=8, max_m=8,
                   max_hw=12, max_k=5, layouts=RANDOM_LAYOUTS, strides=(1, 2),
                   p_single_channel=0.0, small_maps=True) -> ConvConfig:

@@ -302,8 +302,55 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             continue
         assert (c["division"], c["filters_per_block"], c["rows_per_block"],
                 c["threads_per_block"]) == (division, MB, RB, T)
-        assert c["mode"] == ("prefetch" if prefetch else "volume")
+        mode = "prefetch" if prefetch & 1 else "volume"
+        if ps.is_f45(c.kernel_attrs):   # row-Winograd products (S10): 5x5 only, 256 threads
+            assert K == 5 and T == 256 and "row-Winograd" in c.reason
+            mode += ", row-Winograd F(4, 5) products"
+        assert c["mode"] == mode
         assert c["tiles"] == ps.launch_of(spec, c)["tiles"]
+        assert c["shared_bytes_per_block"] == ps.launch_of(spec, c)["shared"]
+
+
+@pytest.mark.parametrize("N,H,M,K,lay", SC_SHAPES)
+def test_candidate_plans_offer_winograd_tiles_on_5x5_layers(N, H, M, K, lay):
+    hw = PRESETS["h200"]
+    spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
+    plan = planner.make_plan(spec, hw)
+    f45 = [c.kernel_attrs for c in ps.candidate_plans(spec, hw, plan) if ps.is_f45(c.kernel_attrs)]
+    if K != 5:
+        assert f45 == [] and ps.f45_supported(spec) == "not a 5x5 kernel"
+        return
+    assert ps.f45_supported(spec) is None
+    # the planned tile with the products first, then F45_TILES (those valid and distinct)
+    assert 2 <= len(f45) <= 1 + len(ps.F45_TILES)
+    if plan.kernel_attrs[1] in (1, 2):
+        assert f45[0] == plan.kernel_attrs[:6] + (plan.kernel_attrs[6] | ps.F45_FLAG, 256)
+    for a in f45:
+        assert a[6] in (2, 3) and a[7] == 256
+        L = ps.launch_of(spec, _replace(plan, a))
+        assert L["f45"] and L["prefetch"] == a[6] & 1
+        assert L["shared"] == ps.f45_shared_bytes(a[5], a[4], 5, 5, spec.dims["OW"])
+
+
+def _replace(plan, attrs):
+    import dataclasses
+    return dataclasses.replace(plan, kernel_attrs=tuple(attrs))
+
+
+def test_winograd_flag_is_valid_on_5x5_single_channel_layers_only():
+    hw = PRESETS["h200"]
+    k5 = spec_from_logical(1, 1, 64, 64, 32, 5, 5, padding="VALID", layout="NCHW")
+    k3 = spec_from_logical(1, 1, 64, 64, 32, 3, 3, padding="VALID", layout="NCHW")
+    for pref in (0, 1, 2, 3):
+        assert ps.valid_attrs(k5, (1, 2, 1, 1, 32, 4, pref, 256), hw) == []
+    assert ps.valid_attrs(k3, (1, 2, 1, 1, 32, 4, 2, 256), hw) == ["row-Winograd products"]
+    assert ps.valid_attrs(k5, (1, 2, 1, 1, 32, 4, 4, 256), hw) == ["prefetch"]
+    big = spec_from_logical(64, 1, 1024, 1024, 64, 5, 5, padding="VALID", layout="NHWC")
+    assert ps.f45_supported(big) == "outputs past 32-bit offsets"
+    assert ps.valid_attrs(big, (1, 2, 1, 2, 32, 4, 2, 256), hw) == ["row-Winograd products"]
+    # shared memory: raw patch + its transform (8 floats per 4 columns) + raw and transformed
+    # filters, single buffered: RB 4, MB 32, OW 60 (CB 60, SW 72, 15 chunks)
+    assert ps.f45_shared_bytes(4, 32, 5, 5, 60) == 4 * (8 * (72 + 120) + 25 * 32 + 8 * 164)
 
 
 @pytest.mark.parametrize("N,H,M,K,lay", [(1, 512, 32, 5, "NHWC"), (32, 28, 512, 3, "NCHW"),

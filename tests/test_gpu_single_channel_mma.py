@@ -20,8 +20,9 @@ skip_module_without_cuda()
 from jax_fastconv import autotune, hardware  # noqa: E402
 from jax_fastconv import plan_single_channel as ps  # noqa: E402
 from jax_fastconv.primitive import conv_p  # noqa: E402
-from _helpers import (CUDA_TARGET, RANDOM_LAYOUTS, ConvConfig, _valid, assert_close,  # noqa: E402
-                      assert_float32_non_finite_semantics, jit_checked, ref_conv)
+from _helpers import (CUDA_TARGET, ConvConfig, assert_close,  # noqa: E402
+                      assert_float32_non_finite_semantics, jit_checked, random_single_channel_layers,
+                      ref_conv)
 
 pytestmark = pytest.mark.gpu
 
@@ -31,38 +32,12 @@ def _kernels_always(monkeypatch):
     monkeypatch.setenv(autotune.ENV, "0")
 
 
-def _random_layers(count: int, seed: int) -> list[ConvConfig]:
-    """C = 1, stride 1, 2 to 64 taps (1x2 to 8x8, 3x5, 7x7, 1x9 ...), maps 1-90 a side and a
-    few wide ones (whole-row tiles of 300-700 columns), 1-130 filters (M % 16 != 0: partial
-    warps of filters), batch 1-32, every padding kind (negative pairs too), NCHW, NHWC and the
-    other layout permutations (scalar stores)."""
-    rng = np.random.default_rng(seed)
-    kernels = [(3, 3), (5, 5), (7, 7), (1, 2), (2, 1), (3, 5), (8, 8), (1, 9), (4, 6), None]
-    out = []
-    while len(out) < count:
-        i = len(out)
-        k = kernels[int(rng.integers(len(kernels)))]
-        kh, kw = k if k else (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
-        if not 2 <= kh * kw <= ps.MMA_MAX_TAPS:
-            continue
-        n = int(rng.choice([1, 1, 2, 3, 32]))
-        m = int(rng.choice([1, 5, 16, 20, 32, 64, 130]))
-        h = int(rng.integers(1, 91))
-        w = int(rng.integers(300, 700)) if i % 7 == 3 else int(rng.integers(1, 91))
-        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
-        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
-               if kind == "explicit" else str(kind))
-        layout = str(rng.choice(["NCHW", "NHWC"])) if i % 4 else str(rng.choice(RANDOM_LAYOUTS))
-        cfg = ConvConfig(n, 1, m, h, w, kh, kw, (1, 1), pad, layout, 9000 + i)
-        if _valid(cfg) and np.prod(cfg.out_shape()) <= 4_000_000:
-            out.append(cfg)
-    return out
-
-
 # the paper's K = 3 / 5 layers on small maps, both layouts (the missed layers' shapes)
 PAPER = [ConvConfig(n, 1, m, h, h, k, k, (1, 1), "VALID", lay, 9500 + 10 * h + k)
          for n, h, m in ((1, 112, 128), (32, 28, 512)) for k in (3, 5) for lay in ("NCHW", "NHWC")]
-RANDOM = _random_layers(60, seed=9100)
+RANDOM = random_single_channel_layers(
+    60, 9100, [(3, 3), (5, 5), (7, 7), (1, 2), (2, 1), (3, 5), (8, 8), (1, 9), (4, 6), None], 9000,
+    taps_ok=lambda kh, kw: 2 <= kh * kw <= ps.MMA_MAX_TAPS)
 
 
 def _mma_plans(cfg):

@@ -17,6 +17,7 @@
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
+//   SC_WINO=1|2 (with --plans F): also time row-Winograd plans (plan[6] & 2) of 5x5 cases; 2: only those
 //   /tmp/drv --few      time the strided kernel's few-channel instances (1 < C < 8, S8) on
 //                       the few-channel set (RGB stems, C = 4 3x3/1, C = 2 5x5/2)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
@@ -443,7 +444,7 @@ static bool launch_is_plan(const Case& c, int nsm) {
             L[6] == c.plan[7];
   // grid: volume -> one block per tile; prefetch -> min(tiles, 2 x SMs)
   const long long tiles = p.N * ((p.OH + RB - 1) / RB) * ((p.OW + L[3] - 1) / L[3]) * ((p.M + MB - 1) / MB);
-  ok = ok && L[7] == (c.plan[6] ? std::min<long long>(tiles, 2LL * nsm) : tiles);
+  ok = ok && L[7] == ((c.plan[6] & 1) ? std::min<long long>(tiles, 2LL * nsm) : tiles);
   if (!ok)
     printf("LAUNCH != PLAN %s: exact=%lld div=%lld RB=%lld CB=%lld MB=%lld pf=%lld thr=%lld grid=%lld smem=%lld\n",
            c.name.c_str(), L[0], L[1], L[2], L[3], L[4], L[5], L[6], L[7], L[8]);
@@ -475,6 +476,22 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
           v.push_back({1, 5, 1, 1, MB, RB, 0, 256});
       }
     if (atoi(std::getenv("SC_MMA")) >= 3) return v;  // tensor-core plans only
+  }
+  if (std::getenv("SC_WINO") && c.KH == 5 && c.KW == 5) {  // row-Winograd products
+    const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
+    if ((c.plan[1] == 1 || c.plan[1] == 2) && c.plan[6] <= 1) {
+      std::vector<long long> pw(c.plan, c.plan + 8);
+      pw[6] |= 2;
+      v.push_back(pw);
+    }
+    for (long long MB : {16LL, 32LL, 64LL})
+      for (long long RB : {1LL, 2LL, 4LL, 8LL, 16LL, 24LL}) {
+        if (RB > OH || MB > std::max<long long>(16, (M + 7) / 8 * 8)) continue;
+        v.push_back({1, 1, (OH + RB - 1) / RB, 1, MB, RB, 3, 256});
+        v.push_back({1, 2, 1, (M + MB - 1) / MB, MB, RB, 3, 256});
+        v.push_back({1, 2, 1, (M + MB - 1) / MB, MB, RB, 2, 256});
+      }
+    if (atoi(std::getenv("SC_WINO")) >= 2) return v;  // Winograd plans only
   }
   if (level <= 0) return v;
   if (c.KH == 1 && c.KW == 1 && c.plan[1] != 3) v.push_back({1, 3, 1, 1, 0, 0, 0, 256});  // pointwise
@@ -739,6 +756,31 @@ int main(int argc, char** argv) {
                                U(1, std::min<long long>(OH, 40)), 0, 256};
       for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
       while (c.plan[5] > 1 && !mma_band_fits(c.plan[5], c.KH, BW)) c.plan[5] /= 2;
+      cases.push_back(c);
+    }
+    // row-Winograd products (plan[6] & 2, 5x5): the paper set, and random 5x5 layers with
+    // random tiles of either division, prefetch or volume
+    for (long long N : {1LL, 32LL})
+      for (int lay : {0, 1})
+        for (auto& mp : kMaps) {
+          if (N == 32 && mp[0] == 1024) continue;
+          const long long OH = mp[0] - 4, RB = N == 1 ? 2 : 8;
+          const long long pl[8] = {1, 1, (OH + RB - 1) / RB, 1, 32, RB, 3, 256};
+          Case c = paper_case(N, mp[0], mp[1], 5, lay, pl);
+          c.name = "f45 " + c.name;
+          cases.push_back(c);
+        }
+    for (int i = 0; i < 150; ++i) {
+      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+      Case c = random_case(rng, i);
+      c.name = "f45 rand" + std::to_string(i);
+      c.KH = c.KW = 5;
+      if (c.H + c.pt + c.pb < 5) c.pb = 5 - c.H - c.pt + U(0, 2);
+      if (c.W + c.pl + c.pr < 5) c.pr = 5 - c.W - c.pl + U(0, 2);
+      const long long OH = c.H + c.pt + c.pb - 4, RB = U(1, std::min<long long>(OH, 20));
+      const long long MB = 8 * U(1, 16), thr = 32 * U(2, 8);
+      if (U(0, 1)) { const long long pl[8] = {1, 2, 1, (c.M + MB - 1) / MB, MB, RB, 2 + U(0, 1), thr}; for (int k = 0; k < 8; ++k) c.plan[k] = pl[k]; }
+      else { const long long pl[8] = {1, 1, (OH + RB - 1) / RB, 1, MB, RB, 3, thr}; for (int k = 0; k < 8; ++k) c.plan[k] = pl[k]; }
       cases.push_back(c);
     }
     // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
