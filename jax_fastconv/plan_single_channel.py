@@ -107,9 +107,10 @@ S10. Row-Winograd products (beyond the paper): for 5x5 kernels the staged kernel
     plan[6] + F45_FLAG selects it for a division 1 or 2 tile (4 filters x 2 chunks of 4
     columns per thread). Like S9 it is not planned by a rule: `candidate_plans` offers the
     planned tile and F45_TILES with the flag, and the autotuner keeps it where it is faster
-    (H100 driver, best tile vs the FFMA plan: 0.84-0.92x on b32 28^2 K5, 0.96x on b32 56^2 K5,
-    its products alone 0.76-0.80x and 0.86-0.87x; 1.02-1.14x slower on the batch-1 maps,
-    whose one-wave launches are not bound by their products).
+    (H100 driver, best tile against the best FFMA tile, stores removed as a stand-in for the
+    H200's compute-bound 5x5 layers: 0.92x on b32 56^2 K5 NHWC, 0.93-0.95x on b32 112^2 K5,
+    1.00x b32 56^2 NCHW, 1.09x slower on b32 28^2; with stores, bound by the H100's copy
+    bandwidth, 1.00-1.18x: an H100 bench picked it nowhere).
 """
 from __future__ import annotations
 
@@ -150,11 +151,11 @@ POINTWISE_MAX_OUT = 1 << 22
 
 # S10: plan[6] bit of the row-Winograd products (5x5), floats of a group of 4 transformed
 # filters in shared memory (kF45Group), and the tiles offered to the autotuner besides the
-# planned one: (division, MB, RB, prefetch), the best tiles of an H100 driver grid on the
-# paper's 5x5 layers (benchmarks/notes/single_channel.md round 20).
+# planned one: (division, MB, RB or "bands" (band_rows), prefetch), the best tiles of an H100
+# driver grid on the paper's batch-32 5x5 layers (benchmarks/notes/single_channel.md round 20).
 F45_FLAG = 2
 F45_GROUP = 4 * 5 * 8 + 4
-F45_TILES = ((2, 32, 4, 0), (1, 32, 24, 1), (2, 64, 24, 0))
+F45_TILES = ((2, 32, "bands", 0), (2, 64, "bands", 0), (1, 32, 24, 1))
 
 
 def is_f45(attrs) -> bool:
@@ -713,6 +714,14 @@ def _pointwise_planned(spec, hw) -> bool:
             and d["N"] * d["M"] * d["OH"] * d["OW"] < POINTWISE_MAX_OUT)
 
 
+def _pointwise_measured(spec, hw) -> bool:
+    """A 1x1 layer on Hopper at or above POINTWISE_MAX_OUT outputs: the staged plan is planned
+    and the pointwise kernel measured beside it (S6)."""
+    d = spec.dims
+    return (hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
+            and d["N"] * d["M"] * d["OH"] * d["OW"] >= POINTWISE_MAX_OUT)
+
+
 def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
     """S5: the measured rule on Hopper (H200 run of 2026-11-21, 72 paper-single cases x up to
     100 valid plans each, benchmarks/notes/single_channel.md). Volume method, division 2;
@@ -821,6 +830,9 @@ def candidate_plans(spec, hw, plan) -> list:
         out.append(_with_attrs(spec, staged, staged.kernel_attrs, "the staged kernel (S1-S5)"))
         return out + candidate_plans(spec, hw, staged)[1:]
     _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
+    if _pointwise_measured(spec, hw):   # S6 above POINTWISE_MAX_OUT: a measured candidate
+        out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + POINTWISE_ATTRS,
+                               "the pointwise kernel (S6)"))
     if mma_supported(spec, hw) is None:   # S9: the tensor-core kernel's best tiles
         for MB, RB in mma_tiles(spec, hw):
             out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + mma_attrs(MB, RB),
@@ -831,7 +843,7 @@ def candidate_plans(spec, hw, plan) -> list:
             if division not in (1, 2):
                 continue
             MB = _r8(min(mb, max(TM, M)))
-            RB = max(1, min(rb, OH, RB_MAX))
+            RB = band_rows(OH) if rb == "bands" else max(1, min(rb, OH, RB_MAX))
             P, Q = (_cdiv(OH, RB), 1) if division == 1 else (1, _cdiv(M, MB))
             attrs = (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch | F45_FLAG, 256)
             if any(p.kernel_attrs == attrs for p in out) or valid_attrs(spec, attrs, hw):

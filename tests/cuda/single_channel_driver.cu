@@ -484,8 +484,10 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
       pw[6] |= 2;
       v.push_back(pw);
     }
+    const long long bands = (OH + (OH + 63) / 64 - 1) / ((OH + 63) / 64);  // whole-map bands
     for (long long MB : {16LL, 32LL, 64LL})
-      for (long long RB : {1LL, 2LL, 4LL, 8LL, 16LL, 24LL}) {
+      for (long long RB : {1LL, 2LL, 4LL, 8LL, 16LL, 24LL, bands > 24 ? bands : 0LL}) {
+        if (RB == 0) continue;  // the bands are one of the rows above
         if (RB > OH || MB > std::max<long long>(16, (M + 7) / 8 * 8)) continue;
         v.push_back({1, 1, (OH + RB - 1) / RB, 1, MB, RB, 3, 256});
         v.push_back({1, 2, 1, (M + MB - 1) / MB, MB, RB, 3, 256});
@@ -497,11 +499,12 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   if (c.KH == 1 && c.KW == 1 && c.plan[1] != 3) v.push_back({1, 3, 1, 1, 0, 0, 0, 256});  // pointwise
   const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
   const long long mbs[] = {8, 16, 32, 64, 128};
-  const long long rbs[] = {1, 2, 4, 8, 16};
+  const long long bands = (OH + (OH + 63) / 64 - 1) / ((OH + 63) / 64);  // whole-map bands
+  const long long rbs[] = {1, 2, 4, 8, 16, bands > 16 ? bands : 0};
   for (long long MB : mbs) {
     if (MB > std::max<long long>(8, (M + 7) / 8 * 8)) continue;
     for (long long RB : rbs) {
-      if (RB > OH) continue;
+      if (RB == 0 || RB > OH) continue;
       const long long Q = (M + MB - 1) / MB, P = (OH + RB - 1) / RB;
       const long long items = RB * ((c.W - c.KW + 1 + 3) / 4) * (MB / 8);
       const long long thr = std::max<long long>(64, std::min<long long>(256, (items + 31) / 32 * 32));
