@@ -39,6 +39,9 @@
 //   prefetch = plan[6] in {0, 1}: 1 -> persistent grid of min(#tiles, 2 x #SMs) blocks (the
 //        paper's N_block = 2 N_sm; __launch_bounds__(256, 2)), block b taking tiles
 //        [b T / grid, (b+1) T / grid); 0 -> volume method, one block per tile.
+//        plan[6] + 2 (5x5 kernels only): the same tiles with row-Winograd F(4, 5) products
+//        (single_channel_f45_kernel below, winograd_f45.cuh); their output offsets within a
+//        tile must fit 32 bits (f45_offsets_fit).
 //   threads = plan[7]: a multiple of 32 in [64, 256].
 //   CB (column tile) follows from RB: CB = OW (whole rows, as in the paper) when the input
 //        patch of one buffer, (RB + KH - 1) x SW(OW) floats, fits in 48 KB (SC_IN_KB), with

@@ -70,8 +70,10 @@ S6. 1x1 layers on Hopper (beyond the paper): with KH = KW = 1 every output is on
     up to 56x56 NHWC (1.00x at 112x112), 0.89x / 1.02x at 224x224 and 0.91-1.05x on the larger
     ones, 1.02-1.05x at batch 1 (driver, benchmarks/notes/single_channel.md round 12). It is planned below
     POINTWISE_MAX_OUT outputs, where the staged plans are its measured alternatives
-    (candidate_plans); above, the staged kernel runs alone (a first bench that also measured
-    the pointwise kernel there picked it on four layers and ran them 1.01-1.12x slower).
+    (candidate_plans); above, the staged kernel is planned and the pointwise one measured
+    beside it (with the earlier wall-clock timer a bench picked it on four layers that then ran
+    1.01-1.12x slower; with the device-time plan timer it measured 1.00-1.11x on an H100 and
+    was picked nowhere, bench at 96e9855; the H200 driver had it at 0.90-0.96x on some).
 S7. Strides (beyond the paper, whose section 3.1 is stride 1): the staged kernel reads a
     tap's inputs as consecutive floats of a shared line, which a stride breaks. A layer with
     a stride > 1 runs the strided kernel (division 4): the filters of a slab of MB filters in
