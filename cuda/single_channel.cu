@@ -535,6 +535,19 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
   }
 }
 
+// This block's tiles [t0, t1): a contiguous range of the persistent grid's (prefetch), or tile
+// blockIdx.x (volume). False when the range is empty.
+__device__ __forceinline__ bool block_tiles(const SCArgs& a, long long* t0, long long* t1) {
+  if (a.prefetch) {
+    *t0 = (long long)blockIdx.x * a.ntiles / gridDim.x;
+    *t1 = (long long)(blockIdx.x + 1) * a.ntiles / gridDim.x;
+  } else {
+    *t0 = blockIdx.x;
+    *t1 = *t0 + 1;
+  }
+  return *t0 < *t1;
+}
+
 // 3 blocks of 256 for the 4 x 4 register tile (78-80 registers), 2 for 8 x 4 and 4 x 8.
 template <int TM, int TP>
 constexpr int min_blocks() { return TM == kTM4 && TP == kTP ? 3 : SC_MIN_BLOCKS; }
@@ -550,14 +563,7 @@ __global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
   float* sw0 = smem + nbuf * a.in_floats;
 
   long long t0, t1;
-  if (a.prefetch) {
-    t0 = (long long)blockIdx.x * a.ntiles / gridDim.x;
-    t1 = (long long)(blockIdx.x + 1) * a.ntiles / gridDim.x;
-  } else {
-    t0 = blockIdx.x;
-    t1 = t0 + 1;
-  }
-  if (t0 >= t1) return;
+  if (!block_tiles(a, &t0, &t1)) return;
 
   Tile cur = decode(a, t0);
   stage_input(p, a, cur, x, sin0);
@@ -811,14 +817,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   float* gt = raw_w + a.w_floats;
 
   long long t0, t1;
-  if (a.prefetch) {
-    t0 = (long long)blockIdx.x * a.ntiles / gridDim.x;
-    t1 = (long long)(blockIdx.x + 1) * a.ntiles / gridDim.x;
-  } else {
-    t0 = blockIdx.x;
-    t1 = t0 + 1;
-  }
-  if (t0 >= t1) return;
+  if (!block_tiles(a, &t0, &t1)) return;
 
   Tile cur = decode(a, t0);
   stage_input(p, a, cur, x, raw_in);

@@ -398,6 +398,69 @@ def to_layout(layout, a, src):
     return np.transpose(a, [src.index(ch) for ch in layout])
 
 
+def single_channel_candidates(cfg: ConvConfig, why_not, is_kind, kernel: str):
+    """cfg's explanation and the candidate plans (plan_single_channel.candidate_plans on this
+    device) whose attributes is_kind names; the test is skipped with why_not(spec, hw)'s reason
+    where `kernel` does not run the layer."""
+    from jax_fastconv import hardware
+    from jax_fastconv import plan_single_channel as ps
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel", ex.reason
+    hw = hardware.current_hardware()
+    why = why_not(ex.spec, hw)
+    if why is not None:
+        pytest.skip(f"{kernel} does not run this layer: {why}")
+    plans = [p for p in ps.candidate_plans(ex.spec, hw, ex.plan) if is_kind(p.kernel_attrs)]
+    assert plans, ex.spec.describe()
+    return ex, plans
+
+
+def run_plan(spec, plan, x, w) -> np.ndarray:
+    """conv_p with `plan`, jitted."""
+    from jax_fastconv.primitive import conv_p
+    return np.asarray(jax.jit(
+        lambda a, b: conv_p.bind(a, b, spec=spec, plan=plan, precision=None))(x, w))
+
+
+def assert_plans_match_lax(cfg: ConvConfig, ex, plans, kernel: str, differ: bool):
+    """Each plan against lax HIGHEST, with the same bits on a second run; with `differ`, bits
+    other than the planned plan's (evidence that `kernel`, whose sums round differently, ran)."""
+    x, w = cfg.arrays()
+    ref = np.asarray(ref_conv(x, w, **cfg.kwargs()))
+    planned = run_plan(ex.spec, ex.plan, x, w)
+    for plan in plans:
+        out = run_plan(ex.spec, plan, x, w)
+        assert_close(out, ref, what=f"{cfg.id} {plan.kernel_attrs}")
+        np.testing.assert_array_equal(out, run_plan(ex.spec, plan, x, w))   # same bits again
+        if differ:
+            assert not np.array_equal(out, planned), f"{plan.kernel_attrs}: {kernel} did not run"
+
+
+def assert_plan_vmaps_into_one_call(cfg: ConvConfig, spec, plan):
+    """conv_p with `plan` under vmap over two inputs of cfg (the second flipped): one custom
+    call (the vmap folds into the batch), lax HIGHEST's answer."""
+    from jax_fastconv.primitive import conv_p
+    x, w = cfg.arrays()
+    run = lambda a, b: conv_p.bind(a, b, spec=spec, plan=plan, precision=None)
+    xb = np.stack([np.asarray(x), np.asarray(x)[::-1]])
+    out, _ = jit_checked(jax.vmap(run, in_axes=(0, None)), xb, w, target=CUDA_TARGET,
+                         expect_calls=1)
+    ref = jax.vmap(lambda a, b: ref_conv(a, b, **cfg.kwargs()), in_axes=(0, None))(xb, w)
+    assert_close(out, ref, what="vmap")
+
+
+def measured_plan_choice(cfg: ConvConfig, monkeypatch, tmp_path):
+    """cfg.explain() with the plan autotuner on and an empty cache (the first trace times the
+    layer's candidate plans on this device): the explanation and the timed plans' attributes."""
+    from jax_fastconv import autotune
+    monkeypatch.setenv(autotune.ENV, "1")
+    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
+    autotune.clear_memory()
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ex.measured is not None, ex.reason
+    return ex, [tuple(a) for a, _ in ex.measured.plan_us]
+
+
 def assert_float32_non_finite_semantics(fn, cfg):
     """fn(x, w) (one custom call) with inf, -inf and NaN planted in cfg's input: NaN and +-inf
     exactly where float32 FMAs put them (a float64 direct convolution), the finite outputs

@@ -7,9 +7,7 @@ device or the CUDA extension.
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import jax
 
 import jax_fastconv as fc
 
@@ -17,12 +15,13 @@ from _helpers import skip_module_without_cuda
 
 skip_module_without_cuda()
 
-from jax_fastconv import autotune, hardware  # noqa: E402
+from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv import plan_single_channel as ps  # noqa: E402
 from jax_fastconv.primitive import conv_p  # noqa: E402
 from _helpers import (CUDA_TARGET, ConvConfig, assert_close,  # noqa: E402
-                      assert_float32_non_finite_semantics, jit_checked, random_single_channel_layers,
-                      ref_conv)
+                      assert_float32_non_finite_semantics, assert_plan_vmaps_into_one_call,
+                      assert_plans_match_lax, jit_checked, measured_plan_choice,
+                      random_single_channel_layers, ref_conv, single_channel_candidates)
 
 pytestmark = pytest.mark.gpu
 
@@ -42,36 +41,18 @@ RANDOM = random_single_channel_layers(
 
 def _mma_plans(cfg):
     """The layer's tensor-core plans: the tiles candidate_plans offers, as plans of the layer."""
-    ex = cfg.explain()
-    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel", ex.reason
-    hw = hardware.current_hardware()
-    why = ps.mma_supported(ex.spec, hw)
-    if why is not None:
-        pytest.skip(f"the tensor-core kernel does not run this layer: {why}")
-    plans = [p for p in ps.candidate_plans(ex.spec, hw, ex.plan) if ps.is_mma(p.kernel_attrs)]
-    assert len(plans) == min(ps.MMA_TRIES, len(plans)) and plans, ex.spec.describe()
+    ex, plans = single_channel_candidates(cfg, ps.mma_supported, ps.is_mma, "the tensor-core kernel")
+    assert len(plans) <= ps.MMA_TRIES, ex.spec.describe()
     return ex, plans
-
-
-def _run(ex, plan, x, w):
-    return np.asarray(jax.jit(
-        lambda a, b: conv_p.bind(a, b, spec=ex.spec, plan=plan, precision=None))(x, w))
 
 
 @pytest.mark.parametrize("cfg", PAPER + RANDOM, ids=lambda c: c.id)
 def test_tensor_core_tiles_vs_lax(cfg):
     ex, plans = _mma_plans(cfg)
-    x, w = cfg.arrays()
-    ref = np.asarray(ref_conv(x, w, **cfg.kwargs()))
-    ffma = _run(ex, ex.plan, x, w)
-    for plan in plans:
-        out = _run(ex, plan, x, w)
-        assert_close(out, ref, what=f"{cfg.id} {plan.kernel_attrs}")
-        np.testing.assert_array_equal(out, _run(ex, plan, x, w))   # same bits again
-    # the plan naming the tensor cores runs them: 3xTF32 sums differ from the FFMA kernel's in
+    # the plans naming the tensor cores run them: 3xTF32 sums differ from the FFMA kernel's in
     # the last bits on any layer with a few taps and filters
-    if cfg.kh * cfg.kw >= 9 and cfg.m >= 16 and min(cfg.out_shape()) > 0:
-        assert not np.array_equal(out, ffma), "the tensor-core kernel did not run"
+    assert_plans_match_lax(cfg, ex, plans, "the tensor-core kernel",
+                           differ=cfg.kh * cfg.kw >= 9 and cfg.m >= 16 and min(cfg.out_shape()) > 0)
 
 
 NON_FINITE = [ConvConfig(2, 1, 32, 40, 44, 5, 5, (1, 1), "SAME", "NHWC", 9601),
@@ -91,26 +72,15 @@ def test_tensor_cores_under_vmap_and_grad():
     # vmap folds into the batch; the gradients run their own convolutions
     cfg = ConvConfig(2, 1, 32, 48, 52, 5, 5, (1, 1), "SAME", "NHWC", 9700)
     ex, plans = _mma_plans(cfg)
-    x, w = cfg.arrays()
-    run = lambda a, b: conv_p.bind(a, b, spec=ex.spec, plan=plans[0], precision=None)
-    xb = np.stack([np.asarray(x), np.asarray(x)[::-1]])
-    out, _ = jit_checked(jax.vmap(run, in_axes=(0, None)), xb, w, target=CUDA_TARGET,
-                         expect_calls=1)
-    ref = jax.vmap(lambda a, b: ref_conv(a, b, **cfg.kwargs()), in_axes=(0, None))(xb, w)
-    assert_close(out, ref, what="vmap")
+    assert_plan_vmaps_into_one_call(cfg, ex.spec, plans[0])
 
 
 def test_autotune_measures_the_tensor_cores(monkeypatch, tmp_path):
     # A layer past autotune.PLAN_MIN_BYTES: the first trace times the planned FFMA launch, its
     # variants and the tensor-core tiles on this device and keeps the fastest (any of them:
     # which one wins is the device's answer, not this test's).
-    monkeypatch.setenv(autotune.ENV, "1")
-    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
-    autotune.clear_memory()
     cfg = ConvConfig(1, 1, 32, 512, 512, 5, 5, (1, 1), "VALID", "NHWC", 9800)
-    ex = cfg.explain()
-    assert ex.path == "fastconv-cuda" and ex.measured is not None, ex.reason
-    timed = [tuple(a) for a, _ in ex.measured.plan_us]
+    ex, timed = measured_plan_choice(cfg, monkeypatch, tmp_path)
     mma = [a for a in timed if ps.is_mma(a)]
     assert len(mma) == ps.MMA_TRIES, timed
     assert all(us > 0 for _, us in ex.measured.plan_us)

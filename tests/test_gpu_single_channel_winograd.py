@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import jax
+
+import jax_fastconv as fc
 
 from _helpers import skip_module_without_cuda
 
 skip_module_without_cuda()
 
-from jax_fastconv import autotune, hardware  # noqa: E402
+from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv import plan_single_channel as ps  # noqa: E402
 from jax_fastconv.primitive import conv_p  # noqa: E402
 from _helpers import (CUDA_TARGET, ConvConfig, assert_close,  # noqa: E402
-                      assert_float32_non_finite_semantics, jit_checked, random_single_channel_layers,
-                      ref_conv)
+                      assert_float32_non_finite_semantics, assert_plan_vmaps_into_one_call,
+                      assert_plans_match_lax, jit_checked, measured_plan_choice,
+                      random_single_channel_layers, ref_conv, run_plan, single_channel_candidates)
 
 pytestmark = pytest.mark.gpu
 
@@ -38,36 +40,17 @@ RANDOM = random_single_channel_layers(40, 9910, [(5, 5)], 9920)
 
 def _f45_plans(cfg):
     """The layer's row-Winograd plans: the tiles candidate_plans offers, as plans of the layer."""
-    ex = cfg.explain()
-    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel", ex.reason
-    why = ps.f45_supported(ex.spec)
-    if why is not None:
-        pytest.skip(f"the row-Winograd products do not run this layer: {why}")
-    hw = hardware.current_hardware()
-    plans = [p for p in ps.candidate_plans(ex.spec, hw, ex.plan) if ps.is_f45(p.kernel_attrs)]
-    assert plans, ex.spec.describe()
-    return ex, plans
-
-
-def _run(ex, plan, x, w):
-    return np.asarray(jax.jit(
-        lambda a, b: conv_p.bind(a, b, spec=ex.spec, plan=plan, precision=None))(x, w))
+    return single_channel_candidates(cfg, lambda spec, hw: ps.f45_supported(spec), ps.is_f45,
+                                     "the row-Winograd products")
 
 
 @pytest.mark.parametrize("cfg", PAPER + RANDOM, ids=lambda c: c.id)
 def test_winograd_tiles_vs_lax(cfg):
     ex, plans = _f45_plans(cfg)
-    x, w = cfg.arrays()
-    ref = np.asarray(ref_conv(x, w, **cfg.kwargs()))
-    direct = _run(ex, ex.plan, x, w)
-    for plan in plans:
-        out = _run(ex, plan, x, w)
-        assert_close(out, ref, what=f"{cfg.id} {plan.kernel_attrs}")
-        np.testing.assert_array_equal(out, _run(ex, plan, x, w))   # same bits again
-        # the plan naming the products runs them: their sums differ from the direct ones in
-        # the last bits on any layer with a few filters and outputs
-        if cfg.m >= 4 and np.prod(cfg.out_shape()) >= 64:
-            assert not np.array_equal(out, direct), f"{plan.kernel_attrs}: direct sums ran"
+    # the plans naming the products run them: their sums differ from the direct ones in the
+    # last bits on any layer with a few filters and outputs
+    assert_plans_match_lax(cfg, ex, plans, "the row-Winograd products",
+                           differ=cfg.m >= 4 and np.prod(cfg.out_shape()) >= 64)
 
 
 NON_FINITE = [ConvConfig(2, 1, 32, 40, 44, 5, 5, (1, 1), "SAME", "NHWC", 9961),
@@ -93,7 +76,7 @@ def test_winograd_falls_back_on_huge_finite_inputs():
     ref = np.asarray(ref_conv(x, w, **cfg.kwargs()))
     assert np.isfinite(ref).all()
     for plan in plans:
-        out = _run(ex, plan, x, w)
+        out = run_plan(ex.spec, plan, x, w)
         assert np.isfinite(out).all(), plan.kernel_attrs
         assert_close(out, ref, what=f"{plan.kernel_attrs}")
 
@@ -102,24 +85,18 @@ def test_winograd_under_vmap():
     # vmap folds into the batch: one custom call
     cfg = ConvConfig(2, 1, 32, 48, 52, 5, 5, (1, 1), "SAME", "NCHW", 9980)
     ex, plans = _f45_plans(cfg)
-    x, w = cfg.arrays()
-    run = lambda a, b: conv_p.bind(a, b, spec=ex.spec, plan=plans[0], precision=None)
-    xb = np.stack([np.asarray(x), np.asarray(x)[::-1]])
-    out, _ = jit_checked(jax.vmap(run, in_axes=(0, None)), xb, w, target=CUDA_TARGET,
-                         expect_calls=1)
-    ref = jax.vmap(lambda a, b: ref_conv(a, b, **cfg.kwargs()), in_axes=(0, None))(xb, w)
-    assert_close(out, ref, what="vmap")
+    assert_plan_vmaps_into_one_call(cfg, ex.spec, plans[0])
 
 
 def test_autotune_measures_the_winograd_tiles(monkeypatch, tmp_path):
     # A layer past autotune.PLAN_MIN_BYTES: the first trace times the planned launch, its
     # variants and the row-Winograd tiles on this device and keeps the fastest (which one wins
     # is the device's answer, not this test's).
-    monkeypatch.setenv(autotune.ENV, "1")
-    monkeypatch.setenv("JAX_FASTCONV_CACHE_DIR", str(tmp_path))
-    autotune.clear_memory()
     cfg = ConvConfig(32, 1, 512, 28, 28, 5, 5, (1, 1), "VALID", "NCHW", 9990)
-    ex = cfg.explain()
-    assert ex.path == "fastconv-cuda" and ex.measured is not None, ex.reason
-    timed = [tuple(a) for a, _ in ex.measured.plan_us]
+    ex, timed = measured_plan_choice(cfg, monkeypatch, tmp_path)
     assert sum(ps.is_f45(a) for a in timed) >= len(ps.F45_TILES), timed
+    x, w = cfg.arrays()
+    out, _ = jit_checked(lambda a, b: fc.conv_general_dilated(a, b, **cfg.kwargs()), x, w,
+                         target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=f"chosen {ex.plan.kernel_attrs}")
+    autotune.clear_memory()
