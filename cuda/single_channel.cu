@@ -628,15 +628,15 @@ __device__ __forceinline__ bool f45_out_of_range(const float (&v)[8]) {
 
 // Chunk c of staged row r (columns 4c .. 4c + 7) -> dt[r * DW + 4 nc h + 4c + e], e < 4, for
 // its transformed values 4h + e: consecutive chunks' halves are contiguous, so that 8 lanes on
-// 8 consecutive chunks read 128 contiguous bytes.
-// Returns whether this thread wrote a value out of kF45Max's range.
+// 8 consecutive chunks read 128 contiguous bytes. Returns whether this thread wrote a value out
+// of kF45Max's range.
 __device__ __forceinline__ bool f45_transform_input(const SCArgs& a, const float* __restrict__ raw,
                                                     float* __restrict__ dt) {
   bool bad = false;
   const int total = a.in_rows * a.nc;
-  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+  for (int i = threadIdx.x; i < total; i += blockDim.x) {
     int c;
-    const int r = int(a.fd_nc.divmod(uint32_t(e), &c));
+    const int r = int(a.fd_nc.divmod(uint32_t(i), &c));
     const float4* s4 = reinterpret_cast<const float4*>(raw + r * a.SW + 4 * c);
     const float4 lo = s4[0], hi = s4[1];
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
@@ -651,14 +651,14 @@ __device__ __forceinline__ bool f45_transform_input(const SCArgs& a, const float
 }
 
 // Filter rows staged as stage_filters<kTM4> leaves them ([gl][kh][kw][4]) -> gt[gl * kF45Group +
-// (kh * 8 + e) * 4 + q] for filter gl * 4 + q. Returns whether this thread wrote a value out of kF45Max's
-// range.
+// (kh * 8 + e) * 4 + q] for filter gl * 4 + q. Returns whether this thread wrote a value out of
+// kF45Max's range.
 __device__ __forceinline__ bool f45_transform_filters(const SCArgs& a, const float* __restrict__ raw,
                                                       float* __restrict__ gt) {
   bool bad = false;
   const int total = a.GM * 5 * 4;
-  for (int e = threadIdx.x; e < total; e += blockDim.x) {
-    const int q = e & 3, t = e >> 2, gl = t / 5, kh = t - 5 * gl;
+  for (int i = threadIdx.x; i < total; i += blockDim.x) {
+    const int q = i & 3, t = i >> 2, gl = t / 5, kh = t - 5 * gl;
     float wr[5], g[8];
 #pragma unroll
     for (int k = 0; k < 5; ++k) wr[k] = raw[(gl * 25 + kh * 5 + k) * 4 + q];

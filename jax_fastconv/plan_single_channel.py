@@ -167,14 +167,15 @@ def is_f45(attrs) -> bool:
 
 
 def f45_supported(spec) -> str | None:
-    """Why the row-Winograd products do not run this layer (None: they do); the output's whole
-    index range in 32 bits stands in, on the safe side, for f45_offsets_fit's tile range."""
+    """Why the row-Winograd products do not run this layer (None: they do); an output of under
+    2^29 elements stands in, on the safe side, for f45_offsets_fit's 32-bit tile offsets (a
+    tile's extent, OW + 3 columns included, is at most 4x the output in any dense layout)."""
     d = spec.dims
     if (d["KH"], d["KW"]) != (5, 5):
         return "not a 5x5 kernel"
     if d["C"] != 1 or tuple(spec.window_strides) != (1, 1):
         return "not a stride-1 single-channel layer"
-    if d["N"] * d["M"] * d["OH"] * d["OW"] >= 1 << 31:
+    if d["N"] * d["M"] * d["OH"] * d["OW"] >= 1 << 29:
         return "outputs past 32-bit offsets"
     return None
 
