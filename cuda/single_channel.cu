@@ -712,9 +712,9 @@ __device__ __forceinline__ void f45_compute_tile(const ConvParams& p, const SCAr
   const int oh0 = t.rb * a.RB, ow0 = t.cb * a.CB, m0g = t.g * a.MB;
   const int RBt = min(a.RB, int(p.OH) - oh0);
   const int CBt = min(a.CB, int(p.OW) - ow0);
-  const int nq = a.RB * a.nc;
+  const int nq = a.RB * a.nc;  // chunks of the full tile; edge tiles skip those past the map
   // offsets inside a tile fit 32 bits (f45_offsets_fit): no 64-bit address math per store
-  const int ysc = int(p.y_sc), ysh = int(p.y_sh), ysw = int(p.y_sw);  // chunks of the full tile; edge tiles skip those past the map
+  const int ysc = int(p.y_sc), ysh = int(p.y_sh), ysw = int(p.y_sw);
   float* yt = y + t.n * p.y_sn + (long long)m0g * p.y_sc + (long long)oh0 * p.y_sh +
               (long long)ow0 * p.y_sw;
   for (int it = threadIdx.x; it < a.items; it += blockDim.x) {
@@ -988,7 +988,7 @@ bool resolve_exact(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   fill_args(p, division, RB, CB, MB, pref & 1, &r->a);
   if (wino) {  // single buffers: raw patch, its transform, raw filters, their transform
     SCArgs& a = r->a;
-    set_register_tile(kTM4, kTP8, &a);  // GM = MB / 4 filter groups (items: f45_items)
+    set_register_tile(kTM4, kTP8, &a);  // GM = MB / 4 filter groups (items: resolve, by layout)
     a.wino = 1;
     a.nc = int(cdiv(CB, 4));
     a.DW = 8 * a.nc;

@@ -711,18 +711,15 @@ def strided_plan(spec, hw, lat):
     return Plan("single_channel", why, hw.name, tuple(q), attrs)
 
 
+def _pointwise_layer(spec, hw) -> bool:
+    """A 1x1 layer on Hopper: the pointwise kernel runs it (S6), planned below
+    POINTWISE_MAX_OUT outputs (_pointwise_planned), measured beside the staged plan above."""
+    return hw.compute_capability >= (9, 0) and spec.dims["KH"] == spec.dims["KW"] == 1
+
+
 def _pointwise_planned(spec, hw) -> bool:
     d = spec.dims
-    return (hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
-            and d["N"] * d["M"] * d["OH"] * d["OW"] < POINTWISE_MAX_OUT)
-
-
-def _pointwise_measured(spec, hw) -> bool:
-    """A 1x1 layer on Hopper at or above POINTWISE_MAX_OUT outputs: the staged plan is planned
-    and the pointwise kernel measured beside it (S6)."""
-    d = spec.dims
-    return (hw.compute_capability >= (9, 0) and d["KH"] == d["KW"] == 1
-            and d["N"] * d["M"] * d["OH"] * d["OW"] >= POINTWISE_MAX_OUT)
+    return _pointwise_layer(spec, hw) and d["N"] * d["M"] * d["OH"] * d["OW"] < POINTWISE_MAX_OUT
 
 
 def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
@@ -833,38 +830,36 @@ def candidate_plans(spec, hw, plan) -> list:
         out.append(_with_attrs(spec, staged, staged.kernel_attrs, "the staged kernel (S1-S5)"))
         return out + candidate_plans(spec, hw, staged)[1:]
     _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
-    if _pointwise_measured(spec, hw):   # S6 above POINTWISE_MAX_OUT: a measured candidate
+    if _pointwise_layer(spec, hw):   # S6 above POINTWISE_MAX_OUT: a measured candidate
         out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + POINTWISE_ATTRS,
                                "the pointwise kernel (S6)"))
     if mma_supported(spec, hw) is None:   # S9: the tensor-core kernel's best tiles
         for MB, RB in mma_tiles(spec, hw):
             out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + mma_attrs(MB, RB),
                                    f"tensor cores (3xTF32), MB {MB}, RB {RB}"))
-    if f45_supported(spec) is None:    # S10: the planned tile and F45_TILES, row-Winograd
-        tiles = [(plan.kernel_attrs[1], MB0, RB0, plan.kernel_attrs[6])] + list(F45_TILES)
-        for division, mb, rb, prefetch in tiles:
-            if division not in (1, 2):
-                continue
-            MB = _r8(min(mb, max(TM, M)))
-            RB = band_rows(OH) if rb == "bands" else max(1, min(rb, OH, RB_MAX))
-            P, Q = (_cdiv(OH, RB), 1) if division == 1 else (1, _cdiv(M, MB))
-            attrs = (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch | F45_FLAG, 256)
-            if any(p.kernel_attrs == attrs for p in out) or valid_attrs(spec, attrs, hw):
-                continue
-            out.append(_with_attrs(spec, plan, attrs,
-                                   f"row-Winograd F(4, 5) products, division {division}, "
-                                   f"MB {MB}, RB {RB}, {'prefetch' if prefetch else 'volume'}"))
-    for division, mb, rb, prefetch, T, why in VARIANTS:
+
+    def tile(division, mb, rb, prefetch, T):
+        """A division 1 / 2 tile: MB from mb (None: the plan's), rounded to the register tile
+        and at most the layer's filters; RB from rb (None: the plan's; "bands": band_rows)."""
         MB = _r8(min(mb if mb is not None else MB0, max(TM, M)))
-        if rb == "bands":
-            RB = band_rows(OH)
-        else:
-            RB = max(1, min(rb if rb is not None else RB0, OH, RB_MAX))
+        RB = band_rows(OH) if rb == "bands" else max(1, min(rb if rb is not None else RB0, OH,
+                                                             RB_MAX))
         P, Q = (_cdiv(OH, RB), 1) if division == 1 else (1, _cdiv(M, MB))
-        attrs = (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch, T)
-        if any(p.kernel_attrs == attrs for p in out) or valid_attrs(spec, attrs, hw):
-            continue
-        out.append(_with_attrs(spec, plan, attrs, why))
+        return (plan.kernel_attrs[0], division, P, Q, MB, RB, prefetch, T)
+
+    def offer(attrs, why):   # valid and not offered yet
+        if not any(p.kernel_attrs == attrs for p in out) and not valid_attrs(spec, attrs, hw):
+            out.append(_with_attrs(spec, plan, attrs, why))
+
+    if f45_supported(spec) is None:    # S10: the planned tile and F45_TILES, row-Winograd
+        for division, mb, rb, prefetch in ((plan.kernel_attrs[1], None, None,
+                                            plan.kernel_attrs[6]),) + F45_TILES:
+            if division in (1, 2):
+                a = tile(division, mb, rb, prefetch | F45_FLAG, 256)
+                offer(a, f"row-Winograd F(4, 5) products, division {division}, MB {a[4]}, "
+                         f"RB {a[5]}, {'prefetch' if prefetch else 'volume'}")
+    for division, mb, rb, prefetch, T, why in VARIANTS:
+        offer(tile(division, mb, rb, prefetch, T), why)
     return out
 
 
