@@ -830,7 +830,7 @@ def candidate_plans(spec, hw, plan) -> list:
         out.append(_with_attrs(spec, staged, staged.kernel_attrs, "the staged kernel (S1-S5)"))
         return out + candidate_plans(spec, hw, staged)[1:]
     _, _, _, _, MB0, RB0, _, _ = plan.kernel_attrs
-    if _pointwise_layer(spec, hw):   # S6 above POINTWISE_MAX_OUT: a measured candidate
+    if _pointwise_layer(spec, hw) and not _pointwise_planned(spec, hw):   # S6: measured above
         out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + POINTWISE_ATTRS,
                                "the pointwise kernel (S6)"))
     if mma_supported(spec, hw) is None:   # S9: the tensor-core kernel's best tiles
