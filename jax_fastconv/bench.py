@@ -13,7 +13,11 @@ Method (design.md, "Measuring"):
   (``time.perf_counter`` around the call and ``block_until_ready``) / R; median of >= 7
   rounds after warm-up. The rounds are interleaved: each round times every jitted impl once
   (fastconv, lax HIGHEST, lax DEFAULT, in that order), so slow phases of the machine hit all
-  impls alike. Each jitted call carries a fixed cost (about 0.2 ms for small outputs, up to
+  impls alike, and each timed call follows an untimed call of the same impl (``settle``), so
+  every impl is timed in its own steady state, as a jitted step repeated in a loop: right
+  after another executable, a call ran 0.4-0.5 us per convolution slower on the device for
+  our small batch-1 kernels under XLA's command buffers (timing.time_interleaved; results
+  before 2026-11-26's round 21 were timed without it, ``meta.settle`` says which). Each jitted call carries a fixed cost (about 0.2 ms for small outputs, up to
   about 1 ms for large ones on an H200) that is in every impl's time as its 1/R share, so
   wall/R ratios are pulled towards 1 on fast cases.
 * R per case (adaptive, the default): R = clamp(ceil(4000 us / max(floor_us, 10 us)), 16,
@@ -79,7 +83,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import stream_stamp as _stream_stamp
-from .timing import random_pairs, time_interleaved as _time_interleaved
+from .timing import SETTLE, random_pairs, time_interleaved as _time_interleaved
 from .bench_report import (DEVICE_PEERS, PEER_LABELS, PEERS, SCHEMA_VERSION,  # noqa: F401
                            format_table, geomean,
                            markdown_summary, pct_of_roofline, plot_result, roofline_floor_s,
@@ -1002,7 +1006,9 @@ def run_benchmark(cases: Sequence[Case], *, out_dir: str | None = DEFAULT_OUT,
                    f"R = {R} (--reps), then lowered (not below {MIN_R}) to keep R x (input + "
                    f"filter + output bytes) under the memory cap"),
         "round_order": "interleaved: each round times fastconv, lax_highest, lax_default once, "
-                       "in that order (torch afterwards, its own rounds)",
+                       "in that order, each timed call right after `settle` untimed calls of "
+                       "the same impl (torch afterwards, its own rounds)",
+        "settle": SETTLE,
         "rounds": rounds, "warmup": warmup,
         "rel_tol": REL_TOL, "mem_cap_bytes": mem_cap_gb * 1e9, "max_bytes": max_bytes,
         "torch": torch_info if use_torch or torch_info != "not requested" else None,

@@ -477,6 +477,8 @@ def markdown_summary(result: dict) -> str:
         f"on distinct inputs per jit; {WALL_LABEL}: wall time of the call / R, median of "
         f"{m['rounds']} rounds"
         + (" interleaved across impls" if "round_order" in m else "")
+        + (f", each timed call after {m['settle']} untimed call(s) of the same impl"
+           if m.get("settle") else "")
         + f".{dev_text} Speedup = peer time / fastconv time "
         "(geometric mean over the set's correct cases); lax DEFAULT is TF32 on Hopper, "
         "not the same arithmetic.",

@@ -6,14 +6,26 @@ import time
 from typing import Callable
 
 
+# Untimed calls of an fn right before each of its timed calls (see time_interleaved).
+SETTLE = 1
+
+
 def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
                      sync: Callable | None = None,
-                     read: Callable[[str], float] | None = None) -> dict[str, list[float]]:
+                     read: Callable[[str], float] | None = None,
+                     settle: int = SETTLE) -> dict[str, list[float]]:
     """Per-call microseconds of each round for every fn in ``fns``: wall time of one call of R
     convs / R, or, with ``read``, ``read(name)`` (the call's microseconds by another clock,
     read once the call is synced) / R. Interleaved: each warm-up and each timed round calls
-    every fn once, in the order of ``fns``, so whatever slows the machine for a while slows all
-    of them alike. The previous call's outputs are freed before the next call."""
+    every fn, in the order of ``fns``, so whatever slows the machine for a while slows all
+    of them alike. In a timed round each fn's timed call follows ``settle`` untimed calls of
+    the same fn, so every fn is timed in its own steady state, as a jitted step repeated in a
+    loop runs. A call right after another executable's was slower on the device by 0.4-0.5 us
+    per convolution for our kernels (H100, b1 28^2-224^2 paper layers; lax's longer kernels:
+    no consistent change) under XLA's command buffers and not measurably without them:
+    presumably the update of the CUDA graph to the call's new buffer addresses
+    (benchmarks/notes/single_channel.md round 21). The previous call's outputs are freed
+    before the next call."""
     if sync is None:
         import jax
         sync = jax.block_until_ready
@@ -27,6 +39,10 @@ def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
     times: dict[str, list[float]] = {n: [] for n in names}
     for _ in range(rounds):
         for n in names:
+            for _ in range(settle):
+                out = None
+                out = fns[n](*args)
+                sync(out)
             out = None
             t0 = time.perf_counter()
             out = fns[n](*args)

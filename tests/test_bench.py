@@ -402,8 +402,14 @@ def test_time_interleaved_order():
     fns = {"fastconv": make("fastconv"), "lax_highest": make("lax_highest"),
            "lax_default": make("lax_default")}
     t = bench._time_interleaved(fns, (1,), 16, rounds=7, warmup=2, sync=lambda o: o)
-    assert calls == ["fastconv", "lax_highest", "lax_default"] * 9
+    # warm-up: each once; timed rounds: each settled by an untimed call of itself, then timed
+    assert calls == (["fastconv", "lax_highest", "lax_default"] * 2
+                     + ["fastconv", "fastconv", "lax_highest", "lax_highest", "lax_default",
+                        "lax_default"] * 7)
     assert list(t) == list(fns) and all(len(v) == 7 for v in t.values())
+    calls.clear()
+    bench._time_interleaved(fns, (1,), 16, rounds=2, warmup=0, sync=lambda o: o, settle=0)
+    assert calls == ["fastconv", "lax_highest", "lax_default"] * 2
     assert all(v >= 0 for vs in t.values() for v in vs)
     assert len(bench._time_rounds(make("x"), (1,), 1, 3, 0)) == 3
 
