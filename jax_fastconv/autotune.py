@@ -46,10 +46,10 @@ up to 1.29x faster than they ran in the benchmark), in interleaved rounds; each 
 median of its rounds (device time has no additive host noise for a minimum to remove).
 The wall clock of jitted calls could not resolve a few percent of kernel time on mid-size
 layers (it switched b32 56x56 K3 NCHW from 34.2 to 36.0 us), compiled every candidate and made
-the benchmark run twice as long. Layers with >= PLAN_MIN_BYTES (1 MiB) of traffic are measured:
+the benchmark run twice as long. Layers with >= PLAN_MIN_BYTES (4 MiB) of traffic are measured:
 the measurement costs tens of milliseconds at the first trace of a shape (11 rounds of about
-1 ms per plan), the events resolve a few percent of a 3 us kernel, and below that the layer is
-launch-bound whatever its plan. A variant replaces the plan only if it is more than PLAN_TIE (2%)
+1 ms per plan), the events resolve kernels of about 1 us and up, and below that the layer is
+bound by the per-call cost. A variant replaces the plan only if it is more than PLAN_TIE (2%)
 faster: interleaved device-time medians resolve that (the lax choice keeps TIE = 3%: its
 wall-clock rounds carry host noise).
 """
@@ -323,11 +323,10 @@ def choose_gemm(spec, plan) -> Choice:
 
 # -- the measured choice among launches of the single-channel kernel ---------------------------
 
-# The timer's samples are ~1 ms of back-to-back launches, so CUDA events resolve a few percent of
-# a 3 us kernel; a measurement costs tens of ms per new shape. From 1 MiB (the smallest paper
-# layers, b1 28^2 M512: 3-3.5 us): there a variant ran 0.97x the planned launch (b1 28^2 K3
-# NHWC, H100, single_channel.md round 21); smaller layers are launch-bound whatever their plan.
-PLAN_MIN_BYTES = 1 << 20
+# Device time (CUDA events) resolves kernels of about 1 us and up (4 MiB is about 1 us of copy
+# on an H200), and a measurement costs tens of ms per new shape: smaller layers are bound by the
+# per-call cost whatever their launch.
+PLAN_MIN_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,10 +364,10 @@ class PlanChoice:
 
 
 def worth_measuring_plans(spec, plan) -> bool:
-    """Single-channel layers with >= PLAN_MIN_BYTES (1 MiB) of traffic, when the process runs on
-    a GPU (timing GPU plans needs one). CUDA events resolve a few percent of their kernels;
-    below that the layer is launch-bound whatever its plan, and each new shape costs tens of ms
-    to measure."""
+    """Single-channel layers with >= PLAN_MIN_BYTES (4 MiB) of traffic, when the process runs on
+    a GPU (timing GPU plans needs one). CUDA events resolve their kernels (about 1 us and up);
+    below that the per-call cost bounds the layer, and each new shape costs tens of ms to
+    measure."""
     return (getattr(plan, "method", None) == "single_channel"
             and spec.min_bytes >= PLAN_MIN_BYTES and _on_gpu())
 
