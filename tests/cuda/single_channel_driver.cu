@@ -673,8 +673,14 @@ int main(int argc, char** argv) {
     Case ma = paper_case(2, 21, 20, 5, 1, p5); ma.pt = 2; ma.pb = 1; ma.pl = -1; ma.pr = 2; ma.name = "small mma nhwc 5x5";
     long long p6[8] = {1, 5, 1, 1, 32, 3, 0, 256};
     Case mb = paper_case(3, 17, 37, 3, 0, p6); mb.KW = 4; mb.wlay = 2; mb.xpitch = 1; mb.name = "small mma nchw 3x4 tile";
+    // row-Winograd F(4, 5) products (plan[6] & 2): a padded NHWC volume tile with a partial
+    // filter group, and NCHW division-1 prefetch tiles over a partial last band
+    long long p7[8] = {1, 2, 1, 1, 32, 4, 2, 256};
+    Case wa = paper_case(2, 23, 20, 5, 1, p7); wa.pt = 2; wa.pb = 1; wa.pl = -1; wa.pr = 2; wa.name = "small wino nhwc 5x5";
+    long long p8[8] = {1, 1, 3, 1, 32, 8, 3, 256};
+    Case wb = paper_case(3, 21, 37, 5, 0, p8); wb.xpitch = 1; wb.name = "small wino nchw prefetch";
     int bad = 0;
-    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb, &ma, &mb}) bad += !check_case(*c, rng, true).ok;
+    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb, &ma, &mb, &wa, &wb}) bad += !check_case(*c, rng, true).ok;
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
   }
