@@ -1,0 +1,110 @@
+"""Probes of single_channel.md round 21: our kernels' stream span under XLA against the plan timer.
+
+Run on the GPU machine after installing the package, from outside the source tree:
+
+    python3 xla_probes.py plans    # each candidate plan: stream span (R convs per jit) vs timer
+    python3 xla_probes.py order    # bench order, each timed call after the previous impl's
+                                   # (settle 0) or after an untimed call of itself (settle 1)
+    CB=0 python3 xla_probes.py order   # the same without XLA's command buffers
+    python3 xla_probes.py gap      # distinct vs shared inputs / weights across the R convs
+"""
+import os
+import statistics
+import sys
+
+if os.environ.get("CB") == "0":
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer="
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+from jax_fastconv import autotune, planner, plan_single_channel as ps, stream_stamp as st  # noqa: E402
+from jax_fastconv import hardware as hw_mod  # noqa: E402
+from jax_fastconv.primitive import conv_p  # noqa: E402
+from jax_fastconv.spec import normalize  # noqa: E402
+from jax_fastconv.timing import random_pairs, time_interleaved  # noqa: E402
+
+HW = hw_mod.resolve_hardware(None)
+
+
+def layer(H, M, K, lay):
+    """(spec, planned plan, lhs shape, rhs shape, dimension numbers) of a b1 VALID layer."""
+    if lay == "NHWC":
+        xs_, ws_, dn = (1, H, H, 1), (K, K, 1, M), ("NHWC", "HWIO", "NHWC")
+    else:
+        xs_, ws_, dn = (1, 1, H, H), (M, 1, K, K), ("NCHW", "OIHW", "NCHW")
+    spec = normalize(xs_, ws_, (1, 1), "VALID", None, None, dn, 1, 1, "float32", "float32", None)
+    return spec, planner.plan_cached(spec, HW), xs_, ws_, dn
+
+
+def ours(spec, plan):
+    return lambda X, W: tuple(conv_p.bind(x, w, spec=spec, plan=plan, precision=None)
+                              for x, w in zip(X, W))
+
+
+def lax_impl(dn, prec):
+    return lambda X, W: tuple(lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dn,
+                                                       precision=prec) for x, w in zip(X, W))
+
+
+def stream_medians(fns, args, R, rounds=9, settle=1):
+    slots = {n: 2 * i for i, n in enumerate(fns)}
+    wrapped = {n: jax.jit(st.stamped(f, slots[n])) for n, f in fns.items()}
+    s = time_interleaved(wrapped, args, R, rounds, 2, read=lambda n: st.elapsed_us(slots[n]),
+                         settle=settle)
+    return {n: statistics.median(v) for n, v in s.items()}
+
+
+def probe_plans():
+    """Candidates (no tensor-core or row-Winograd ones; <= 15 a layer), in candidate order."""
+    for H, M, K in ((28, 512, 3), (112, 128, 3), (112, 128, 5), (224, 64, 5)):
+        for lay in ("NHWC", "NCHW"):
+            spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+            cands = [c for c in ps.candidate_plans(spec, HW, plan)
+                     if c.kernel_attrs[1] != 5 and not c.kernel_attrs[6] & 2][:15]
+            R = int(min(128, max(32, 300e6 / (4 * np.prod(spec.out_shape)))))
+            xs, ws = random_pairs(xs_, ws_, R)
+            fns = {str(tuple(c.kernel_attrs)): ours(spec, c) for c in cands}
+            fns["lax"] = lax_impl(dn, lax.Precision.HIGHEST)
+            med = stream_medians(fns, (xs, ws), R, settle=0)
+            timer = autotune.measure_plans(spec, cands)[0]
+            print(f"\n{lay} b1 {H}^2 M{M} K{K} R={R} lax stream {med['lax']:.2f}")
+            for c in cands:
+                a = tuple(c.kernel_attrs)
+                print(f"  {str(a):42s} stream {med[str(a)]:7.2f}  timer {timer[a]:7.2f}  "
+                      f"diff {med[str(a)] - timer[a]:+.2f}", flush=True)
+
+
+def probe_order():
+    for H, M, K, lay in ((28, 512, 3, "NHWC"), (56, 256, 5, "NHWC"), (112, 128, 3, "NHWC"),
+                         (224, 64, 5, "NCHW"), (28, 512, 5, "NCHW")):
+        spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+        R = int(min(128, max(16, 300e6 / (4 * np.prod(spec.out_shape)))))
+        xs, ws = random_pairs(xs_, ws_, R)
+        fns = {"ours": ours(spec, plan), "laxH": lax_impl(dn, lax.Precision.HIGHEST),
+               "laxD": lax_impl(dn, lax.Precision.DEFAULT)}
+        line = f"CB={os.environ.get('CB', '1')} {lay} {H}^2 M{M} K{K} R={R}:"
+        for settle in (0, 1, 0, 1):
+            res = stream_medians(fns, (xs, ws), R, rounds=7, settle=settle)
+            line += (f"  | settle {settle}: " + " ".join(f"{n} {v:.2f}" for n, v in res.items())
+                     + f" x{res['laxH'] / res['ours']:.2f}")
+        print(line, flush=True)
+
+
+def probe_gap():
+    for H, M, K, lay in ((112, 128, 3, "NHWC"), (224, 64, 5, "NHWC"), (112, 128, 3, "NCHW"),
+                         (512, 32, 3, "NHWC")):
+        spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+        R = 256 if H < 512 else 128
+        xs, ws = random_pairs(xs_, ws_, R)
+        timer = list(autotune.measure_plans(spec, [plan])[0].values())[0]
+        line = f"{lay} {H}^2 M{M} K{K} R={R} timer {timer:.2f}:"
+        for name, args in {"distinct": (xs, ws), "same_w": (xs, (ws[0],) * R),
+                           "same_x": ((xs[0],) * R, ws),
+                           "same_both": ((xs[0],) * R, (ws[0],) * R)}.items():
+            line += f"  {name} {stream_medians({'f': ours(spec, plan)}, args, R, 7)['f']:.2f}"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    {"plans": probe_plans, "order": probe_order, "gap": probe_gap}[sys.argv[1]]()
