@@ -22,9 +22,9 @@ def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
     the same fn, so every fn is timed in its own steady state, as a jitted step repeated in a
     loop runs. A call right after another executable's was slower on the device by 0.4-0.5 us
     per convolution for our kernels (H100, b1 28^2-224^2 paper layers; lax's longer kernels:
-    no consistent change) under XLA's command buffers and not measurably without them:
-    presumably the update of the CUDA graph to the call's new buffer addresses
-    (benchmarks/notes/single_channel.md round 21). The previous call's outputs are freed
+    no consistent change) under XLA's command buffers and not measurably without them: XLA
+    re-records a command buffer when a buffer's address differs from the last recording, which
+    a call after another executable's gets (benchmarks/notes/single_channel.md round 21). The previous call's outputs are freed
     before the next call."""
     if sync is None:
         import jax
