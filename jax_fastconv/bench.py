@@ -17,9 +17,10 @@ Method (design.md, "Measuring"):
   every impl is timed in its own steady state, as a jitted step repeated in a loop: right
   after another executable, a call ran 0.4-0.5 us per convolution slower on the device for
   our small batch-1 kernels under XLA's command buffers (timing.time_interleaved; results
-  before 2026-11-26's round 21 were timed without it, ``meta.settle`` says which). Each jitted call carries a fixed cost (about 0.2 ms for small outputs, up to
-  about 1 ms for large ones on an H200) that is in every impl's time as its 1/R share, so
-  wall/R ratios are pulled towards 1 on fast cases.
+  before 2026-11-26's round 21 were timed without it, ``meta.settle`` says which). Each
+  jitted call carries a fixed cost (about 0.2 ms for small outputs, up to about 1 ms for
+  large ones on an H200) that is in every impl's time as its 1/R share, so wall/R ratios
+  are pulled towards 1 on fast cases.
 * R per case (adaptive, the default): R = clamp(ceil(4000 us / max(floor_us, 10 us)), 16,
   R_max), R_max = 256 on a GPU (64 on a CPU), i.e. about 4 ms of roofline work per jitted
   call, so the fixed cost is a small share (measured on an H200: ~0.9 ms per call, 14 us per

@@ -24,8 +24,8 @@ def time_interleaved(fns: dict, args, R: int, rounds: int, warmup: int, *,
     per convolution for our kernels (H100, b1 28^2-224^2 paper layers; lax's longer kernels:
     no consistent change) under XLA's command buffers and not measurably without them: XLA
     re-records a command buffer when a buffer's address differs from the last recording, which
-    a call after another executable's gets (benchmarks/notes/single_channel.md round 21). The previous call's outputs are freed
-    before the next call."""
+    a call after another executable's gets (benchmarks/notes/single_channel.md round 21).
+    The previous call's outputs are freed before the next call."""
     if sync is None:
         import jax
         sync = jax.block_until_ready
