@@ -557,11 +557,12 @@ def measure_device_time(fns: dict, args, R: int, *, calls: int = DEVICE_CALLS,
 
 
 def measure_stream_time(fns: dict, args, R: int, rounds: int, warmup: int, *,
-                        stamps=None) -> dict:
+                        stamps=None, settle: int = SETTLE) -> dict:
     """Stream span per conv of each jitted fn in ``fns`` (``stream_stamp``): each wrapped in
-    two stamps (slots 2i, 2i + 1), then timed like the wall rounds (interleaved, ``warmup``
-    and ``rounds``) by the events' time / R. Never raises: a failure gives None values and a
-    note. ``stamps``: the stamp module (None: ``stream_stamp``; a stand-in in tests)."""
+    two stamps (slots 2i, 2i + 1), then timed like the wall rounds (interleaved, ``warmup``,
+    ``rounds`` and ``settle``) by the events' time / R. Never raises: a failure gives None
+    values and a note. ``stamps``: the stamp module (None: ``stream_stamp``; a stand-in in
+    tests)."""
     import jax
     stamps = stamps or _stream_stamp
     slots = {n: 2 * i for i, n in enumerate(fns)}
@@ -569,7 +570,7 @@ def measure_stream_time(fns: dict, args, R: int, rounds: int, warmup: int, *,
     try:
         wrapped = {n: jax.jit(stamps.stamped(f, slots[n])) for n, f in fns.items()}
         samples = _time_interleaved(wrapped, args, R, rounds, warmup,
-                                    read=lambda n: stamps.elapsed_us(slots[n]))
+                                    read=lambda n: stamps.elapsed_us(slots[n]), settle=settle)
     except Exception as e:  # noqa: BLE001 - the stream column is optional, never fatal
         res["note"] = f"stream stamps failed: {type(e).__name__}: {e}"[:300]
         return res

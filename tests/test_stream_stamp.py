@@ -86,6 +86,23 @@ def test_run_case_stream_time():
     assert row["speedup_vs_lax_highest"] is not None   # wall/R still measured
 
 
+@pytest.mark.parametrize("settle", [None, 0, 2])
+def test_measure_stream_time_settles_like_the_wall_rounds(monkeypatch, settle):
+    seen = []
+    real = bench._time_interleaved
+
+    def spy(*a, **k):
+        seen.append(k["settle"])
+        return real(*a, **k)
+    monkeypatch.setattr(bench, "_time_interleaved", spy)
+    fns = {n: (lambda xs, ws: tuple(x * w for x, w in zip(xs, ws))) for n in FAKE_US}
+    args = (tuple(jnp.ones(2) for _ in range(16)), tuple(jnp.ones(2) for _ in range(16)))
+    kw = {} if settle is None else {"settle": settle}
+    res = bench.measure_stream_time(fns, args, 16, 2, 1, stamps=fake_stamps(16), **kw)
+    assert seen == [bench.SETTLE if settle is None else settle] and res["note"] is None
+    assert res["stream_us"] == {k: pytest.approx(v) for k, v in FAKE_US.items()}
+
+
 def test_run_case_stream_time_failure_is_a_note():
     row = bench.run_case(TINY, impls=dict(STANDIN), ceilings=dict(CEIL), R=16, rounds=1,
                          warmup=0, stream_time=True, stamps=fake_stamps(16, fail=True))

@@ -9,20 +9,19 @@ Run on the GPU machine after installing the package, from outside the source tre
     python3 xla_probes.py gap      # distinct vs shared inputs / weights across the R convs
 """
 import os
-import statistics
 import sys
 
 if os.environ.get("CB") == "0":
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer="
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
-from jax_fastconv import autotune, planner, plan_single_channel as ps, stream_stamp as st  # noqa: E402
+from jax_fastconv import autotune, planner, plan_single_channel as ps  # noqa: E402
+from jax_fastconv.bench import measure_stream_time  # noqa: E402
 from jax_fastconv import hardware as hw_mod  # noqa: E402
 from jax_fastconv.primitive import conv_p  # noqa: E402
 from jax_fastconv.spec import normalize  # noqa: E402
-from jax_fastconv.timing import random_pairs, time_interleaved  # noqa: E402
+from jax_fastconv.timing import random_pairs  # noqa: E402
 
 HW = hw_mod.resolve_hardware(None)
 
@@ -48,11 +47,11 @@ def lax_impl(dn, prec):
 
 
 def stream_medians(fns, args, R, rounds=9, settle=1):
-    slots = {n: 2 * i for i, n in enumerate(fns)}
-    wrapped = {n: jax.jit(st.stamped(f, slots[n])) for n, f in fns.items()}
-    s = time_interleaved(wrapped, args, R, rounds, 2, read=lambda n: st.elapsed_us(slots[n]),
-                         settle=settle)
-    return {n: statistics.median(v) for n, v in s.items()}
+    """The benchmark's stream span (median us per conv) of each fn, 2 warm-up rounds."""
+    res = measure_stream_time(fns, args, R, rounds, 2, settle=settle)
+    if res["note"]:
+        raise RuntimeError(res["note"])
+    return res["stream_us"]
 
 
 def probe_plans():
