@@ -548,6 +548,26 @@ __device__ __forceinline__ bool block_tiles(const SCArgs& a, long long* t0, long
   return *t0 < *t1;
 }
 
+// The next tile t of a block's range, decoded, with copies of what it does not share with cur
+// started and committed: its input patch into in_base + in_sel x in_floats, its filter group
+// into w_base + w_sel x w_floats (the double buffers' other half, or the one buffer that the
+// row-Winograd kernel transforms from). Both kernels' tile loops stage their next tile here.
+template <int TM>
+__device__ __forceinline__ Tile stage_next_tile(const ConvParams& p, const SCArgs& a,
+                                                const Tile& cur, long long t,
+                                                const float* __restrict__ x,
+                                                const float* __restrict__ w, float* in_base,
+                                                int in_sel, float* w_base, int w_sel,
+                                                bool* new_in, bool* new_w) {
+  const Tile nxt = decode(a, t);
+  *new_in = nxt.n != cur.n || nxt.rb != cur.rb || nxt.cb != cur.cb;
+  *new_w = nxt.g != cur.g;
+  if (*new_in) stage_input(p, a, nxt, x, in_base + in_sel * a.in_floats);
+  if (*new_w) stage_filters<TM>(p, a, nxt.g, w, w_base + w_sel * a.w_floats);
+  cp_async_commit();
+  return nxt;
+}
+
 // 3 blocks of 256 for the 4 x 4 register tile (78-80 registers), 2 for 8 x 4 and 4 x 8.
 template <int TM, int TP>
 constexpr int min_blocks() { return TM == kTM4 && TP == kTP ? 3 : SC_MIN_BLOCKS; }
@@ -577,14 +597,8 @@ __global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
     const bool has_next = t + 1 < t1;
     Tile nxt = cur;
     bool new_in = false, new_w = false;
-    if (has_next) {
-      nxt = decode(a, t + 1);
-      new_in = nxt.n != cur.n || nxt.rb != cur.rb || nxt.cb != cur.cb;
-      new_w = nxt.g != cur.g;
-      if (new_in) stage_input(p, a, nxt, x, sin0 + (ic ^ 1) * a.in_floats);
-      if (new_w) stage_filters<TM>(p, a, nxt.g, w, sw0 + (wc ^ 1) * a.w_floats);
-      cp_async_commit();
-    }
+    if (has_next)
+      nxt = stage_next_tile<TM>(p, a, cur, t + 1, x, w, sin0, ic ^ 1, sw0, wc ^ 1, &new_in, &new_w);
     if constexpr (FLAT)
       compute_tile_flat<KH_T, KW_T>(p, a, cur, sin0 + ic * a.in_floats, sw0 + wc * a.w_floats, y);
     else
@@ -833,14 +847,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     const bool has_next = t + 1 < t1;
     Tile nxt = cur;
     bool new_in = false, new_w = false;
-    if (has_next) {  // the raw buffers were consumed by the transforms before the last barrier
-      nxt = decode(a, t + 1);
-      new_in = nxt.n != cur.n || nxt.rb != cur.rb || nxt.cb != cur.cb;
-      new_w = nxt.g != cur.g;
-      if (new_in) stage_input(p, a, nxt, x, raw_in);
-      if (new_w) stage_filters<kTM4>(p, a, nxt.g, w, raw_w);
-      cp_async_commit();
-    }
+    if (has_next)  // the raw buffers were consumed by the transforms before the last barrier
+      nxt = stage_next_tile<kTM4>(p, a, cur, t + 1, x, w, raw_in, 0, raw_w, 0, &new_in, &new_w);
     f45_compute_tile<LAYOUT>(p, a, cur, dt, gt, x, w, y, bad_in || bad_w);
     if (has_next) {
       cp_async_wait<0>();
