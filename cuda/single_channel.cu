@@ -548,6 +548,22 @@ __device__ __forceinline__ bool block_tiles(const SCArgs& a, long long* t0, long
   return *t0 < *t1;
 }
 
+// A block's first tile t0, decoded and staged (input patch into in_buf, filters into w_buf),
+// its copies landed for the whole block.
+template <int TM>
+__device__ __forceinline__ Tile stage_first_tile(const ConvParams& p, const SCArgs& a, long long t0,
+                                                 const float* __restrict__ x,
+                                                 const float* __restrict__ w, float* in_buf,
+                                                 float* w_buf) {
+  const Tile cur = decode(a, t0);
+  stage_input(p, a, cur, x, in_buf);
+  stage_filters<TM>(p, a, cur.g, w, w_buf);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  return cur;
+}
+
 // The next tile t of a block's range, decoded, with copies of what it does not share with cur
 // started and committed: its input patch into in_base + in_sel x in_floats, its filter group
 // into w_base + w_sel x w_floats (the double buffers' other half, or the one buffer that the
@@ -585,12 +601,7 @@ __global__ void __launch_bounds__(kMaxThreads, min_blocks<TM, TP>())
   long long t0, t1;
   if (!block_tiles(a, &t0, &t1)) return;
 
-  Tile cur = decode(a, t0);
-  stage_input(p, a, cur, x, sin0);
-  stage_filters<TM>(p, a, cur.g, w, sw0);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
+  Tile cur = stage_first_tile<TM>(p, a, t0, x, w, sin0, sw0);
 
   int ic = 0, wc = 0;
   for (long long t = t0; t < t1; ++t) {
@@ -833,12 +844,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   long long t0, t1;
   if (!block_tiles(a, &t0, &t1)) return;
 
-  Tile cur = decode(a, t0);
-  stage_input(p, a, cur, x, raw_in);
-  stage_filters<kTM4>(p, a, cur.g, w, raw_w);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
+  Tile cur = stage_first_tile<kTM4>(p, a, t0, x, w, raw_in, raw_w);
   // whether the transformed patch / filters left kF45Max's range (block-uniform)
   bool bad_in = __syncthreads_or(f45_transform_input(a, raw_in, dt));
   bool bad_w = __syncthreads_or(f45_transform_filters(a, raw_w, gt));
