@@ -7,6 +7,8 @@ Run on the GPU machine after installing the package, from outside the source tre
                                    # (settle 0) or after an untimed call of itself (settle 1)
     CB=0 python3 xla_probes.py order   # the same without XLA's command buffers
     python3 xla_probes.py gap      # distinct vs shared inputs / weights across the R convs
+    python3 xla_probes.py hlo DIR  # NHWC vs NCHW: the compiled HLO of R = 4 convs (to DIR) and
+                                   # the kernels one call runs (CUPTI), with their durations
 """
 import os
 import sys
@@ -105,5 +107,36 @@ def probe_gap():
         print(line, flush=True)
 
 
+def probe_hlo(out_dir):
+    import collections
+
+    import jax
+    from jax_fastconv.bench import _trace_kernel_events
+    R = 4
+    for H, M, K in ((112, 128, 1), (112, 128, 3), (56, 256, 5)):
+        for lay in ("NHWC", "NCHW"):
+            spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+            xs, ws = random_pairs(xs_, ws_, R)
+            f = jax.jit(ours(spec, plan))
+            compiled = f.lower(xs, ws).compile()
+            name = f"{lay}_{H}_M{M}_K{K}"
+            with open(os.path.join(out_dir, f"hlo_{name}.txt"), "w") as fh:
+                fh.write(compiled.as_text())
+            for _ in range(3):
+                jax.block_until_ready(f(xs, ws))
+            ev = _trace_kernel_events(lambda: jax.block_until_ready(f(xs, ws)))
+            ev.sort()
+            names = collections.Counter(e[2][:60] for e in ev)
+            span = (ev[-1][0] + ev[-1][1] - ev[0][0]) / 1e3 if ev else 0.0
+            busy = sum(e[1] for e in ev) / 1e3
+            print(f"{name}: {len(ev)} kernels, span {span:.2f} us, busy {busy:.2f} us; "
+                  + "; ".join(f"{n} x{c}" for n, c in names.items()), flush=True)
+            for e in ev:
+                print(f"    +{(e[0] - ev[0][0]) / 1e3:8.2f} us  {e[1] / 1e3:6.2f} us  {e[2][:70]}")
+
+
 if __name__ == "__main__":
-    {"plans": probe_plans, "order": probe_order, "gap": probe_gap}[sys.argv[1]]()
+    if sys.argv[1] == "hlo":
+        probe_hlo(sys.argv[2])
+    else:
+        {"plans": probe_plans, "order": probe_order, "gap": probe_gap}[sys.argv[1]]()
