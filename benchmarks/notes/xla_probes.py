@@ -7,6 +7,7 @@ Run on the GPU machine after installing the package, from outside the source tre
                                    # (settle 0) or after an untimed call of itself (settle 1)
     CB=0 python3 xla_probes.py order   # the same without XLA's command buffers
     python3 xla_probes.py gap      # distinct vs shared inputs / weights across the R convs
+    python3 xla_probes.py rsweep   # NHWC vs NCHW stream span against R (the call's footprint)
     python3 xla_probes.py hlo DIR  # NHWC vs NCHW: the compiled HLO of R = 4 convs (to DIR) and
                                    # the kernels one call runs (CUPTI), with their durations
 """
@@ -107,6 +108,20 @@ def probe_gap():
         print(line, flush=True)
 
 
+def probe_rsweep():
+    for H, M, K in ((112, 128, 3), (224, 64, 5), (56, 256, 5)):
+        for lay in ("NHWC", "NCHW"):
+            spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+            timer = list(autotune.measure_plans(spec, [plan])[0].values())[0]
+            xs, ws = random_pairs(xs_, ws_, 256)
+            line = f"{lay} {H}^2 M{M} K{K} timer {timer:.2f}:"
+            for R in (16, 64, 256):
+                med = stream_medians({"f": ours(spec, plan)}, (xs[:R], ws[:R]), R, 7)["f"]
+                gb = R * 4 * float(np.prod(spec.out_shape)) / 1e9
+                line += f"  R {R} ({gb:.2f} GB out) {med:.2f}"
+            print(line, flush=True)
+
+
 def probe_hlo(out_dir):
     import collections
 
@@ -139,4 +154,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "hlo":
         probe_hlo(sys.argv[2])
     else:
-        {"plans": probe_plans, "order": probe_order, "gap": probe_gap}[sys.argv[1]]()
+        {"plans": probe_plans, "order": probe_order, "gap": probe_gap,
+         "rsweep": probe_rsweep}[sys.argv[1]]()
