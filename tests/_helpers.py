@@ -489,3 +489,12 @@ def assert_float32_non_finite_semantics(fn, cfg):
     fin = np.isfinite(ref)
     err = np.linalg.norm(out[fin] - ref[fin]) / np.linalg.norm(ref[fin])
     assert err <= 1e-5, f"{cfg.id}: finite outputs relative error {err:.2e}"
+
+
+def assert_plans_keep_non_finite_semantics(cfg: ConvConfig, spec, plans):
+    """assert_float32_non_finite_semantics for conv_p with each of `plans` (candidate kernels
+    whose products round or overflow differently from the direct sums)."""
+    from jax_fastconv.primitive import conv_p
+    for plan in plans:
+        assert_float32_non_finite_semantics(
+            lambda a, b, plan=plan: conv_p.bind(a, b, spec=spec, plan=plan, precision=None), cfg)

@@ -18,9 +18,8 @@ skip_module_without_cuda()
 
 from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv import plan_single_channel as ps  # noqa: E402
-from jax_fastconv.primitive import conv_p  # noqa: E402
 from _helpers import (CUDA_TARGET, ConvConfig, assert_close,  # noqa: E402
-                      assert_float32_non_finite_semantics, assert_plan_vmaps_into_one_call,
+                      assert_plans_keep_non_finite_semantics, assert_plan_vmaps_into_one_call,
                       assert_plans_match_lax, jit_checked, measured_plan_choice,
                       random_single_channel_layers, ref_conv, run_plan, single_channel_candidates)
 
@@ -61,9 +60,7 @@ NON_FINITE = [ConvConfig(2, 1, 32, 40, 44, 5, 5, (1, 1), "SAME", "NHWC", 9961),
 @pytest.mark.parametrize("cfg", NON_FINITE, ids=lambda c: c.id)
 def test_winograd_keeps_float32_semantics_for_non_finite_inputs(cfg):
     ex, plans = _f45_plans(cfg)
-    for plan in plans:
-        assert_float32_non_finite_semantics(
-            lambda a, b, plan=plan: conv_p.bind(a, b, spec=ex.spec, plan=plan, precision=None), cfg)
+    assert_plans_keep_non_finite_semantics(cfg, ex.spec, plans)
 
 
 def test_winograd_falls_back_on_huge_finite_inputs():
