@@ -415,11 +415,15 @@ def single_channel_candidates(cfg: ConvConfig, why_not, is_kind, kernel: str):
     return ex, plans
 
 
+def plan_fn(spec, plan):
+    """conv_p with `plan`, as a function of (lhs, rhs)."""
+    from jax_fastconv.primitive import conv_p
+    return lambda a, b: conv_p.bind(a, b, spec=spec, plan=plan, precision=None)
+
+
 def run_plan(spec, plan, x, w) -> np.ndarray:
     """conv_p with `plan`, jitted."""
-    from jax_fastconv.primitive import conv_p
-    return np.asarray(jax.jit(
-        lambda a, b: conv_p.bind(a, b, spec=spec, plan=plan, precision=None))(x, w))
+    return np.asarray(jax.jit(plan_fn(spec, plan))(x, w))
 
 
 def assert_plans_match_lax(cfg: ConvConfig, ex, plans, kernel: str, differ: bool):
@@ -439,9 +443,8 @@ def assert_plans_match_lax(cfg: ConvConfig, ex, plans, kernel: str, differ: bool
 def assert_plan_vmaps_into_one_call(cfg: ConvConfig, spec, plan):
     """conv_p with `plan` under vmap over two inputs of cfg (the second flipped): one custom
     call (the vmap folds into the batch), lax HIGHEST's answer."""
-    from jax_fastconv.primitive import conv_p
     x, w = cfg.arrays()
-    run = lambda a, b: conv_p.bind(a, b, spec=spec, plan=plan, precision=None)
+    run = plan_fn(spec, plan)
     xb = np.stack([np.asarray(x), np.asarray(x)[::-1]])
     out, _ = jit_checked(jax.vmap(run, in_axes=(0, None)), xb, w, target=CUDA_TARGET,
                          expect_calls=1)
@@ -494,7 +497,5 @@ def assert_float32_non_finite_semantics(fn, cfg):
 def assert_plans_keep_non_finite_semantics(cfg: ConvConfig, spec, plans):
     """assert_float32_non_finite_semantics for conv_p with each of `plans` (candidate kernels
     whose products round or overflow differently from the direct sums)."""
-    from jax_fastconv.primitive import conv_p
     for plan in plans:
-        assert_float32_non_finite_semantics(
-            lambda a, b, plan=plan: conv_p.bind(a, b, spec=spec, plan=plan, precision=None), cfg)
+        assert_float32_non_finite_semantics(plan_fn(spec, plan), cfg)

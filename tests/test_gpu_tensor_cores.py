@@ -20,9 +20,8 @@ from _helpers import skip_module_without_cuda
 skip_module_without_cuda()
 
 from jax_fastconv import autotune, planner  # noqa: E402
-from jax_fastconv.primitive import conv_p  # noqa: E402
 from _helpers import (CUDA_TARGET, ConvConfig, assert_close, assert_matches_lax_twice,  # noqa: E402
-                      assert_float32_non_finite_semantics, jit_checked, ref_conv)
+                      assert_float32_non_finite_semantics, jit_checked, ref_conv, run_plan)
 
 pytestmark = pytest.mark.gpu
 
@@ -161,8 +160,7 @@ def test_streamed_1x1_is_what_runs(cfg):
     attrs[7] &= ~planner.MC_POINTWISE
     general = dataclasses.replace(ex.plan, kernel_attrs=tuple(attrs))
     x, w = cfg.arrays()
-    run = lambda plan: np.asarray(jax.jit(
-        lambda a, b: conv_p.bind(a, b, spec=ex.spec, plan=plan, precision=None))(x, w))
+    run = lambda plan: run_plan(ex.spec, plan, x, w)
     streamed, other = run(ex.plan), run(general)
     ref = np.asarray(ref_conv(x, w, **cfg.kwargs()))
     assert_close(streamed, ref, what="streamed")
