@@ -462,6 +462,12 @@ static bool mma_band_fits(long long RB, long long KH, long long BW) {
   return 2 * (RB + KH - 1) * ((BW + 3) / 4 * 4) * 4 <= 96 * 1024;
 }
 
+// Rows of a whole-map band: the fewest equal bands of <= 64 rows (plan_single_channel.band_rows).
+static long long band_rows(long long OH) {
+  const long long n = (OH + 63) / 64;
+  return (OH + n - 1) / n;
+}
+
 // exploration variants around a planned paper case (all valid plans: the kernel runs them exactly)
 static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   std::vector<std::vector<long long>> v;
@@ -484,7 +490,7 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
       pw[6] |= 2;
       v.push_back(pw);
     }
-    const long long bands = (OH + (OH + 63) / 64 - 1) / ((OH + 63) / 64);  // whole-map bands
+    const long long bands = band_rows(OH);
     for (long long MB : {16LL, 32LL, 64LL})
       for (long long RB : {1LL, 2LL, 4LL, 8LL, 16LL, 24LL, bands > 24 ? bands : 0LL}) {
         if (RB == 0) continue;  // the bands are one of the rows above
@@ -499,7 +505,7 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   if (c.KH == 1 && c.KW == 1 && c.plan[1] != 3) v.push_back({1, 3, 1, 1, 0, 0, 0, 256});  // pointwise
   const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
   const long long mbs[] = {8, 16, 32, 64, 128};
-  const long long bands = (OH + (OH + 63) / 64 - 1) / ((OH + 63) / 64);  // whole-map bands
+  const long long bands = band_rows(OH);
   const long long rbs[] = {1, 2, 4, 8, 16, bands > 16 ? bands : 0};
   for (long long MB : mbs) {
     if (MB > std::max<long long>(8, (M + 7) / 8 * 8)) continue;
