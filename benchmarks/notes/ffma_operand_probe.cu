@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(MAXT) probe(float* out, float seed, int iters)
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     a[k] = seed * (k + 1) + threadIdx.x;
-    b[k] = seed - 0.5f * k + blockIdx.x;
+    b[k] = seed - 0.5f * k + blockIdx.x + 1e-3f * threadIdx.x;  // per lane: no uniform registers
   }
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
