@@ -30,7 +30,11 @@ S1. Blocks per SM and threads: the paper launches N_block = 2 x N_sm blocks of 5
     per-SM quantities are taken per block: S_shared -> the per-block share of the SM
     (min(opt-in, shared_per_SM / 2 - 1 KB reserved on sm_80+)), N_FMA -> ceil(N_FMA / 2)
     (on Hopper, N_FMA per block with 2 blocks/SM). Registers are not estimated: they come
-    from ptxas (`KERNEL_REGS`) and must fit regs_per_SM / (2 x T).
+    from ptxas (`KERNEL_REGS`) and must fit regs_per_SM / (2 x T). T is one thread per work
+    item of a tile, up to 256, counted in the register tile the kernel runs on the layer
+    (`register_tile`: 4 filters a thread on NHWC-like 5x5 and small 3x3 layers, so twice the
+    items of the planned 8 x 4 unit; 28x28 K5 NHWC at batch 1 0.94x the time with 192 threads
+    instead of 96, H100; benchmarks/notes/single_channel.md round 23).
 S2. Geometry = what the kernel holds. The map is divided along the OUTPUT rows (OH); a piece
     holds RB + KH - 1 input lines of SW floats, SW = roundup4(CB + KW - 1 + 8) (the padded
     shared line: float4 reads run up to 8 floats past the patch), CB = OW (whole lines, the
@@ -125,10 +129,11 @@ from .planner import _cdiv, _reserved_shared
 # ---------------------------------------------------------------- the kernel's facts
 TM = 8                 # filters per thread (register tile rows); MB is a multiple of it. The
                        # kernel runs 4 per thread (pick_tm) for NHWC-like 5x5 layers and 3x3
-                       # ones under 2^24 outputs: the same plan, each planned item split in two
+                       # ones under 2^24 outputs: the same tiles, each planned item split in two
 TP = 4                 # output columns per thread (the kernel runs 8 with its 4 filters for
                        # NHWC-like 5x5 layers on large maps or tiles of >= 64 filters, pick_tp:
-                       # again the same plan, each planned item paired with its neighbour)
+                       # the same tiles, each planned item paired with its neighbour);
+                       # `register_tile` says which, and the planned threads follow it
 MB_MAX = 128           # filters per tile
 RB_MAX = 64            # output rows per tile
 T_MIN, T_MAX = 64, 256  # threads per block (__launch_bounds__(256, 2))
@@ -407,8 +412,26 @@ def shared_bytes(RB: int, MB: int, KH: int, KW: int, OW: int, prefetch: int) -> 
     return (2 if prefetch else 1) * 4 * ((RB + KH - 1) * shared_line(cb, KW) + KH * KW * MB)
 
 
-def _threads_for(RB: int, MB: int, CB: int) -> int:
-    items = RB * _cdiv(CB, TP) * (MB // TM)
+def register_tile(spec, MB: int) -> tuple[int, int]:
+    """(filters, output columns) per thread of the FFMA kernel's work items on this layer with
+    tiles of MB filters (pick_tm / pick_tp in cuda/single_channel.cu): where the output's
+    filters are its fastest axis (the kernel's NHWC-like store order), 4 filters on 5x5 layers,
+    with 8 columns on maps of >= 2^15 pixels or tiles of >= 64 filters, and on 3x3 layers of
+    under 2^24 outputs; else 8 x 4."""
+    d = spec.dims
+    _, yc, _, yw = spec.out_strides
+    if yc != 1 or (yw == 1 and d["OW"] >= 4):   # the kernel's LAYOUT 0 (or scalar stores)
+        return TM, TP
+    if (d["KH"], d["KW"]) == (5, 5):
+        return 4, (8 if d["OH"] * d["OW"] >= (1 << 15) or MB >= 64 else TP)
+    if (d["KH"], d["KW"]) == (3, 3) and d["N"] * d["OH"] * d["OW"] * d["M"] < (1 << 24):
+        return 4, TP
+    return TM, TP
+
+
+def _threads_for(RB: int, MB: int, CB: int, tm: int = TM, tp: int = TP) -> int:
+    """One thread per work item of a tile (tm filters x tp columns each), 64 to 256."""
+    items = RB * _cdiv(CB, tp) * (MB // tm)
     return max(T_MIN, min(T_MAX, _cdiv(items, 32) * 32))
 
 
@@ -614,7 +637,8 @@ def single_channel_plan(spec, hw, lat, pointwise: bool = True):
         why += "; " + hwhy
         rule = "measured (Hopper)"
     CB = column_tile(final["RB"], KH, KW, OW)
-    T = min(T_cap, _threads_for(final["RB"], final["MB"], CB))
+    tm, tp = register_tile(spec, final["MB"])
+    T = min(T_cap, _threads_for(final["RB"], final["MB"], CB, tm, tp))
     prefetch = 1 if final["mode"] == "prefetch" else 0
     if final["division"] == 1:
         P, Q = _cdiv(OH, final["RB"]), 1
@@ -627,6 +651,7 @@ def single_channel_plan(spec, hw, lat, pointwise: bool = True):
     c1, c2 = by.get(1), by.get(2)
     q = list(lat.items()) + list(common) + [
         ("threads_per_block", T),
+        ("register_tile", f"{tm} filters x {tp} columns per thread"),
         ("P_lower", P_lo if P_lo is not None else "none"),
         ("P_upper", P_hi if P_hi is not None else "none"),
         ("Q_lower", Q_lo if Q_lo is not None else "none"),

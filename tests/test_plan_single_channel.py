@@ -246,6 +246,42 @@ def test_hopper_rule_is_measured_and_says_so():
         assert plan["filters_per_block"] <= 32 and plan["mode"] == "volume"
 
 
+@pytest.mark.parametrize("N, H, M, K, layout, MB, tile", [
+    (1, 28, 512, 5, "NHWC", 32, (4, 4)),      # NHWC 5x5: 4 filters (pick_tm)
+    (1, 28, 512, 5, "NHWC", 64, (4, 8)),      # ... and 8 columns with >= 64 filters a tile
+    (1, 224, 64, 5, "NHWC", 32, (4, 8)),      # ... or on maps of >= 2^15 pixels (pick_tp)
+    (1, 56, 256, 3, "NHWC", 32, (4, 4)),      # NHWC 3x3 under 2^24 outputs
+    (32, 224, 64, 3, "NHWC", 32, (8, 4)),     # ... not from 2^24 outputs
+    (1, 28, 512, 1, "NHWC", 32, (8, 4)),
+    (1, 28, 512, 5, "NCHW", 32, (8, 4)),      # NCHW: 8 x 4 whatever the kernel size
+    (1, 224, 64, 5, "NCHW", 64, (8, 4)),
+])
+def test_register_tile_is_the_kernels(N, H, M, K, layout, MB, tile):
+    assert ps.register_tile(sc(N, H, M, K, layout=layout), MB) == tile
+
+
+@pytest.mark.parametrize("H, M, K", [(28, 512, 3), (28, 512, 5), (56, 256, 3), (56, 256, 5),
+                                     (112, 128, 5), (31, 26, 3)])
+@pytest.mark.parametrize("preset", ["h100", "h200"])
+def test_planned_threads_cover_the_kernels_items(H, M, K, preset):
+    """One thread per work item of a tile as the kernel counts them (4-filter items on NHWC-like
+    5x5 and small 3x3 layers: twice the 8-filter count), up to 256."""
+    hw = hwm.PRESETS[preset]
+    for layout in ("NCHW", "NHWC"):
+        spec = sc(1, H, M, K, layout=layout)
+        plan = ps.plan_for(spec, hw)
+        _, division, _, _, MB, RB, _, T = plan.kernel_attrs
+        assert division in (1, 2), plan.reason
+        tm, tp = ps.register_tile(spec, MB)
+        items = RB * -(-ps.launch_of(spec, plan)["CB"] // tp) * (MB // tm)
+        assert T == max(64, min(256, -(-items // 32) * 32)), (layout, plan.kernel_attrs, items)
+        assert plan["register_tile"] == f"{tm} filters x {tp} columns per thread"
+    # b1 28x28 K5: the NHWC plan runs twice the threads of the NCHW one (96 -> 192 on Hopper)
+    nchw, nhwc = (ps.plan_for(sc(1, 28, 512, 5, layout=lay), hw).kernel_attrs[7]
+                  for lay in ("NCHW", "NHWC"))
+    assert nhwc == 2 * nchw
+
+
 def test_invalid_attrs_are_named():
     spec = sc(1, 64, 32, 3)
     assert "MB" in ps.valid_attrs(spec, (1, 2, 1, 1, 12, 4, 0, 256), GTX)
