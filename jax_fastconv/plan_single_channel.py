@@ -429,10 +429,14 @@ def register_tile(spec, MB: int) -> tuple[int, int]:
     return TM, TP
 
 
-def _threads_for(RB: int, MB: int, CB: int, tm: int = TM, tp: int = TP) -> int:
+def tile_items(RB: int, MB: int, CB: int, tm: int, tp: int) -> int:
+    """Work items of a tile of RB rows x CB columns x MB filters, tm filters x tp columns each."""
+    return RB * _cdiv(CB, tp) * (MB // tm)
+
+
+def _threads_for(RB: int, MB: int, CB: int, tm: int, tp: int) -> int:
     """One thread per work item of a tile (tm filters x tp columns each), 64 to 256."""
-    items = RB * _cdiv(CB, tp) * (MB // tm)
-    return max(T_MIN, min(T_MAX, _cdiv(items, 32) * 32))
+    return max(T_MIN, min(T_MAX, _cdiv(tile_items(RB, MB, CB, tm, tp), 32) * 32))
 
 
 def launch_of(spec, plan) -> dict:
@@ -761,8 +765,8 @@ def _hopper_rule(N, M, KH, KW, OH, OW, hw, S_sh, D, Th, B):
     def tiles(RB):
         return N * _cdiv(OH, RB) * _cdiv(OW, column_tile(RB, KH, KW, OW)) * _cdiv(M, MB)
 
-    def items(RB):
-        return RB * _cdiv(column_tile(RB, KH, KW, OW), TP) * (MB // TM)
+    def items(RB):   # in the planned 8 x 4 unit, as HOPPER_ITEMS was measured
+        return tile_items(RB, MB, column_tile(RB, KH, KW, OW), TM, TP)
 
     RB = 1
     for r in (16, 8, 4, 2):
