@@ -60,27 +60,20 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
   if (s == 1.2345 || fs == 1.2345f) out[0] = (float)s + fs;  // never true: keeps the sums live
 }
 
+// fma_per_trip: FMAs per warp and loop trip (m8n8k4 = 256, m16n8k4 = 512, m16n8k16 = 2048,
+// FFMA = 32)
 template <int FORM, int NF = 0>
 int measure(const char* name, double fma_per_trip, float* out, int sms, double peak) {
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  float us = 0.f;
-  if (time_graph(s, 1, 7, [&](int) { probe<FORM, NF><<<sms, kThreads, 0, s>>>(out, 1.f, kIters); }, &us)) return 1;
-  const double rate = fma_per_trip * kIters * (kThreads / 32) / (us * 1e3);  // FMA per SM per ns
-  printf("%-14s %9.1f us  %6.1f FMA/SM/ns  %5.1f%% of the FP32 peak\n", name, us, rate, 100 * rate / peak);
-  CK(cudaStreamDestroy(s));
-  return 0;
+  return report_fma_rate(name, fma_per_trip * kIters * (kThreads / 32), peak, [&](cudaStream_t s) {
+    probe<FORM, NF><<<sms, kThreads, 0, s>>>(out, 1.f, kIters);
+  });
 }
 
 int main() {
-  float* out;
-  CK(cudaMalloc(&out, 4));
-  int sms = 0, khz = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
-  const double peak = 128.0 * khz / 1e6;
-  printf("%d SMs, %d MHz: FP32 peak %.0f FMA/SM/ns; %d threads per SM\n", sms, khz / 1000, peak, kThreads);
-  // per warp and trip: m8n8k4 = 256 FMA, m16n8k4 = 512, m16n8k16 = 2048, FFMA = 32
+  float* out = nullptr;
+  int sms = 0;
+  double peak = 0;
+  if (fma_probe_setup(&out, &sms, &peak, kThreads)) return 1;
   return measure<1>("dmma m8n8k4", 8 * 256.0, out, sms, peak) ||
          measure<2>("dmma m16n8k4", 4 * 512.0, out, sms, peak) ||
          measure<3>("dmma m16n8k16", 2 * 2048.0, out, sms, peak) ||

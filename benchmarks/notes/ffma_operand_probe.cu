@@ -70,24 +70,16 @@ __global__ void __launch_bounds__(MAXT) probe(float* out, float seed, int iters)
 
 template <int FORM, int MAXT = kThreads>
 int measure(const char* name, float* out, int sms, double peak) {
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  float us = 0.f;
-  if (time_graph(s, 1, 7, [&](int) { probe<FORM, MAXT><<<sms, kThreads, 0, s>>>(out, 1.f, kIters); }, &us)) return 1;
-  const double rate = 800.0 * kIters * kThreads / (us * 1e3);  // FFMA per SM per ns
-  printf("%-8s %9.1f us  %6.1f FFMA/SM/ns  %5.1f%% of peak\n", name, us, rate, 100 * rate / peak);
-  CK(cudaStreamDestroy(s));
-  return 0;
+  return report_fma_rate(name, 800.0 * kIters * kThreads, peak, [&](cudaStream_t s) {
+    probe<FORM, MAXT><<<sms, kThreads, 0, s>>>(out, 1.f, kIters);
+  });
 }
 
 int main() {
-  float* out;
-  CK(cudaMalloc(&out, 4));
-  int sms = 0, khz = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
-  const double peak = 128.0 * khz / 1e6;
-  printf("%d SMs, %d MHz: peak %.0f FFMA/SM/ns; %d threads per SM\n", sms, khz / 1000, peak, kThreads);
+  float* out = nullptr;
+  int sms = 0;
+  double peak = 0;
+  if (fma_probe_setup(&out, &sms, &peak, kThreads)) return 1;
   return measure<1>("reads1", out, sms, peak) || measure<2>("reads2", out, sms, peak) ||
          measure<3>("reads3", out, sms, peak) || measure<4>("item", out, sms, peak) ||
          measure<5>("itemlds", out, sms, peak) || measure<6>("itemrow", out, sms, peak) || measure<4, 1024>("item64", out, sms, peak);

@@ -1,5 +1,5 @@
 // Shared by the launch probes of this folder (icache_probe.cu, param_probe.cu,
-// store_balance_probe.cu): a CUDA error check that returns 1 from main-like functions, and the
+// store_balance_probe.cu, ffma_operand_probe.cu, dmma_probe.cu): a CUDA error check that returns 1 from main-like functions, and the
 // time of one launch as XLA's command buffers run our kernels: `launches` launches captured
 // back to back in a CUDA graph, the graph timed between events `reps` times, the median per launch.
 #pragma once
@@ -46,5 +46,37 @@ int time_graph(cudaStream_t s, int launches, int reps, F launch, float* us) {
   CK(cudaEventDestroy(e1));
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
+  return 0;
+}
+
+// The SM count and the FP32 FMA peak (128 FMAs a clock per SM), in FMA per SM per ns; printed.
+inline int fp32_peak(int* sms, double* peak) {
+  int khz = 0;
+  CK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  *peak = 128.0 * khz / 1e6;
+  printf("%d SMs, %d MHz: FP32 peak %.0f FMA/SM/ns\n", *sms, khz / 1000, *peak);
+  return 0;
+}
+
+// An FMA-rate probe's start: a 4-byte output buffer (for sums kept live), the SM count and peak.
+inline int fma_probe_setup(float** out, int* sms, double* peak, int threads_per_sm) {
+  CK(cudaMalloc(out, 4));
+  if (fp32_peak(sms, peak)) return 1;
+  printf("%d threads per SM\n", threads_per_sm);
+  return 0;
+}
+
+// One launch(stream) timed as time_graph does (7 replays, the median); prints its FMA rate per
+// SM (fma_per_sm FMAs on each SM) against `peak` (fp32_peak).
+template <typename F>
+int report_fma_rate(const char* name, double fma_per_sm, double peak, F launch) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  float us = 0.f;
+  if (time_graph(s, 1, 7, [&](int) { launch(s); }, &us)) return 1;
+  const double rate = fma_per_sm / (us * 1e3);
+  printf("%-14s %9.1f us  %6.1f FMA/SM/ns  %5.1f%% of the FP32 peak\n", name, us, rate, 100 * rate / peak);
+  CK(cudaStreamDestroy(s));
   return 0;
 }
