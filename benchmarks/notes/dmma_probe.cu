@@ -25,11 +25,26 @@ __device__ __forceinline__ void dmma16816(double (&c)[4], const double (&a)[8], 
                  "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 }
 
-// FORM 1: m8n8k4, 8 accumulators. FORM 2: m16n8k4, 4. FORM 3: m16n8k16, 2.
+__device__ __forceinline__ void dmma1688(double (&c)[4], const double (&a)[4], const double (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};"
+               : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+               : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+}
+
+// FORM 1: m8n8k4, 8 accumulators. FORM 2: m16n8k4, 4. FORM 3: m16n8k16, 2. FORM 5: m16n8k8, 4.
 // FORM 4: m8n8k4 x 8 plus NF FFMAs per DMMA on 16 float accumulators (do the pipes add?).
+// FORM 6: a convolution's k16 step: per trip, 2 m-tiles' A fragments (8 doubles each) loaded
+// from shared memory at im2col-like lane addresses, each feeding NF m16n8k16 MMAs (n-tiles,
+// B in registers): 2 NF independent accumulators (the F64 variant's item, notes round 24).
 template <int FORM, int NF>
 __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int iters) {
-  double c8[8][2], c16[4][4], a[8], b[4];
+  __shared__ double band[FORM == 6 ? 4096 : 1];
+  if (FORM == 6) {
+    for (int e = threadIdx.x; e < 4096; e += blockDim.x) band[e] = seed + 0.25 * e;
+    __syncthreads();
+  }
+  double c8[8][2], c16[4][4], a[8], b[4], c6[2][FORM == 6 ? NF : 1][4];
   float f[16], fa = seed + threadIdx.x, fb = seed * 0.5f + threadIdx.x;
 #pragma unroll
   for (int k = 0; k < 8; ++k) { c8[k][0] = c8[k][1] = 0.0; a[k] = seed + k + threadIdx.x; }
@@ -37,12 +52,33 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
   for (int k = 0; k < 4; ++k) { c16[k][0] = c16[k][1] = c16[k][2] = c16[k][3] = 0.0; b[k] = seed - k; }
 #pragma unroll
   for (int k = 0; k < 16; ++k) f[k] = 0.f;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < (FORM == 6 ? NF : 1); ++j) c6[i][j][0] = c6[i][j][1] = c6[i][j][2] = c6[i][j][3] = 0.0;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   for (int it = 0; it < iters; ++it) {
+    if (FORM == 6) {
+      const int base = (it * 40) & 2047;  // a trip-dependent address: the loads stay in the loop
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        double ad[8];  // a_q (row g + 8 (q % 2) <-> pixel 4 g + 2 i + q % 2, tap t + 4 (q / 2))
+#pragma unroll
+        for (int q = 0; q < 8; ++q) ad[q] = band[base + 4 * g + 2 * i + (q & 1) + 516 * (q >> 2) + t + 4 * ((q >> 1) & 1)];
+#pragma unroll
+        for (int j = 0; j < NF; ++j) dmma16816(c6[i][j], ad, b);
+      }
+    }
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       if (FORM == 1 || FORM == 4) dmma884(c8[k], a[k], b[k & 3]);
       if (FORM == 2 && k < 4) { const double a2[2] = {a[k], a[k + 4]}; dmma1684(c16[k], a2, b[k]); }
       if (FORM == 3 && k < 2) dmma16816(c16[k], a, b);
+      if (FORM == 5 && k < 4) {
+        const double a4[4] = {a[k], a[k + 4], a[(k + 1) & 7], a[(k + 5) & 7]};
+        const double b2[2] = {b[k], b[(k + 1) & 3]};
+        dmma1688(c16[k], a4, b2);
+      }
       if (FORM == 4) {
 #pragma unroll
         for (int q = 0; q < NF; ++q) f[q + (k & 1) * 8] = fmaf(fa, fb, f[q + (k & 1) * 8]);
@@ -54,14 +90,18 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
   for (int k = 0; k < 8; ++k) s += c8[k][0] + c8[k][1];
 #pragma unroll
   for (int k = 0; k < 4; ++k) s += c16[k][0] + c16[k][1] + c16[k][2] + c16[k][3];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < (FORM == 6 ? NF : 1); ++j) s += c6[i][j][0] + c6[i][j][1] + c6[i][j][2] + c6[i][j][3];
   float fs = 0.f;
 #pragma unroll
   for (int k = 0; k < 16; ++k) fs += f[k];
   if (s == 1.2345 || fs == 1.2345f) out[0] = (float)s + fs;  // never true: keeps the sums live
 }
 
-// fma_per_trip: FMAs per warp and loop trip (m8n8k4 = 256, m16n8k4 = 512, m16n8k16 = 2048,
-// FFMA = 32)
+// fma_per_trip: FMAs per warp and loop trip (m8n8k4 = 256, m16n8k4 = 512, m16n8k8 = 1024,
+// m16n8k16 = 2048, FFMA = 32)
 template <int FORM, int NF = 0>
 int measure(const char* name, double fma_per_trip, float* out, int sms, double peak) {
   return report_fma_rate(name, fma_per_trip * kIters * (kThreads / 32), peak, [&](cudaStream_t s) {
@@ -77,6 +117,10 @@ int main() {
   return measure<1>("dmma m8n8k4", 8 * 256.0, out, sms, peak) ||
          measure<2>("dmma m16n8k4", 4 * 512.0, out, sms, peak) ||
          measure<3>("dmma m16n8k16", 2 * 2048.0, out, sms, peak) ||
+         measure<5>("dmma m16n8k8", 4 * 1024.0, out, sms, peak) ||
+         measure<6, 1>("k16 lds nj1", 2 * 2048.0, out, sms, peak) ||
+         measure<6, 2>("k16 lds nj2", 4 * 2048.0, out, sms, peak) ||
+         measure<6, 4>("k16 lds nj4", 8 * 2048.0, out, sms, peak) ||
          measure<4, 0>("mix +0 ffma", 8 * 256.0, out, sms, peak) ||
          measure<4, 2>("mix +2 ffma", 8 * (256.0 + 2 * 32), out, sms, peak) ||
          measure<4, 4>("mix +4 ffma", 8 * (256.0 + 4 * 32), out, sms, peak) ||
