@@ -5,6 +5,8 @@
 // registers. Printed: FMA per SM per ns (a DMMA m8n8k4 is 256 FMAs) against 128 x clock, the
 // FP32 FFMA peak (the FP64 tensor peak of the H100 / H200 is the same number).
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o dmma_probe dmma_probe.cu
+#include <cstdint>
+
 #include "probe_timing.cuh"
 
 constexpr int kThreads = 256, kIters = 4000;
@@ -37,14 +39,19 @@ __device__ __forceinline__ void dmma1688(double (&c)[4], const double (&a)[4], c
 // FORM 6: a convolution's k16 step: per trip, 2 m-tiles' A fragments (8 doubles each) loaded
 // from shared memory at im2col-like lane addresses, each feeding NF m16n8k16 MMAs (n-tiles,
 // B in registers): 2 NF independent accumulators (the F64 variant's item, notes round 24).
+// FORM 7: the F64 variant's whole warp item per trip (v3, NF = 2: accumulators zeroed, k16 and
+// k8 steps, then 16 F2F into a float sum); FORM 8: the same with the F2F replaced by integer
+// XORs of the sums' high words.
 template <int FORM, int NF>
 __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int iters) {
-  __shared__ double band[FORM == 6 ? 4096 : 1];
-  if (FORM == 6) {
+  __shared__ double band[FORM >= 6 ? 4096 : 1];
+  if (FORM >= 6) {
     for (int e = threadIdx.x; e < 4096; e += blockDim.x) band[e] = seed + 0.25 * e;
     __syncthreads();
   }
-  double c8[8][2], c16[4][4], a[8], b[4], c6[2][FORM == 6 ? NF : 1][4];
+  double c8[8][2], c16[4][4], a[8], b[4], c6[2][FORM >= 6 ? NF : 1][4];
+  float keep = 0.f;
+  uint32_t keepi = 0u;
   float f[16], fa = seed + threadIdx.x, fb = seed * 0.5f + threadIdx.x;
 #pragma unroll
   for (int k = 0; k < 8; ++k) { c8[k][0] = c8[k][1] = 0.0; a[k] = seed + k + threadIdx.x; }
@@ -55,9 +62,43 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < (FORM == 6 ? NF : 1); ++j) c6[i][j][0] = c6[i][j][1] = c6[i][j][2] = c6[i][j][3] = 0.0;
+    for (int j = 0; j < (FORM >= 6 ? NF : 1); ++j) c6[i][j][0] = c6[i][j][1] = c6[i][j][2] = c6[i][j][3] = 0.0;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   for (int it = 0; it < iters; ++it) {
+    if (FORM == 7 || FORM == 8) {  // the F64 variant's warp item (v3): k16 + k8, then an epilogue
+      const int base = (it * 40) & 2047;
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < NF; ++j) c6[i][j][0] = c6[i][j][1] = c6[i][j][2] = c6[i][j][3] = 0.0;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        double ad[8], a4[4];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) ad[q] = band[base + 4 * g + 2 * i + (q & 1) + 516 * (q >> 2) + t + 4 * ((q >> 1) & 1)];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) a4[q] = band[base + 4 * g + 2 * i + (q & 1) + 1032 + t + 4 * (q >> 1)];
+#pragma unroll
+        for (int j = 0; j < NF; ++j) {  // each n-tile its own B (ptxas merges identical MMAs)
+          const double bj[4] = {b[j & 3], b[(j + 1) & 3], b[(j + 2) & 3], b[(j + 3) & 3]};
+          dmma16816(c6[i][j], ad, bj);
+        }
+#pragma unroll
+        for (int j = 0; j < NF; ++j) {
+          const double b2[2] = {b[j & 3], b[(j + 2) & 3]};
+          dmma1688(c6[i][j], a4, b2);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < NF; ++j)
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            if (FORM == 7) keep += float(c6[i][j][k]);  // the epilogue's F2F (and an FADD)
+            else keepi ^= uint32_t(__double2hiint(c6[i][j][k]));  // no float64 instruction
+          }
+    }
     if (FORM == 6) {
       const int base = (it * 40) & 2047;  // a trip-dependent address: the loads stay in the loop
 #pragma unroll
@@ -93,7 +134,8 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < (FORM == 6 ? NF : 1); ++j) s += c6[i][j][0] + c6[i][j][1] + c6[i][j][2] + c6[i][j][3];
+    for (int j = 0; j < (FORM >= 6 ? NF : 1); ++j) s += c6[i][j][0] + c6[i][j][1] + c6[i][j][2] + c6[i][j][3];
+  s += keep + keepi;
   float fs = 0.f;
 #pragma unroll
   for (int k = 0; k < 16; ++k) fs += f[k];
@@ -121,6 +163,8 @@ int main() {
          measure<6, 1>("k16 lds nj1", 2 * 2048.0, out, sms, peak) ||
          measure<6, 2>("k16 lds nj2", 4 * 2048.0, out, sms, peak) ||
          measure<6, 4>("k16 lds nj4", 8 * 2048.0, out, sms, peak) ||
+         measure<7, 2>("item f2f", 4 * 3072.0, out, sms, peak) ||
+         measure<8, 2>("item no f2f", 4 * 3072.0, out, sms, peak) ||
          measure<4, 0>("mix +0 ffma", 8 * 256.0, out, sms, peak) ||
          measure<4, 2>("mix +2 ffma", 8 * (256.0 + 2 * 32), out, sms, peak) ||
          measure<4, 4>("mix +4 ffma", 8 * (256.0 + 4 * 32), out, sms, peak) ||
