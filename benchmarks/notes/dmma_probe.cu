@@ -64,9 +64,14 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
 #pragma unroll
     for (int j = 0; j < (FORM >= 6 ? NF : 1); ++j) c6[i][j][0] = c6[i][j][1] = c6[i][j][2] = c6[i][j][3] = 0.0;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  // a k16 A fragment's element q of m-tile i (row g + 8 (q % 2) <-> pixel 4 g + 2 i + q % 2,
+  // tap t + 4 (q / 2)) at band offset `base`
+  auto a16 = [&](int base, int i, int q) {
+    return band[base + 4 * g + 2 * i + (q & 1) + 516 * (q >> 2) + t + 4 * ((q >> 1) & 1)];
+  };
   for (int it = 0; it < iters; ++it) {
+    const int base = (it * 40) & 2047;  // a trip-dependent address: the loads stay in the loop
     if (FORM == 7 || FORM == 8) {  // the F64 variant's warp item (v3): k16 + k8, then an epilogue
-      const int base = (it * 40) & 2047;
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -75,7 +80,7 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
       for (int i = 0; i < 2; ++i) {
         double ad[8], a4[4];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) ad[q] = band[base + 4 * g + 2 * i + (q & 1) + 516 * (q >> 2) + t + 4 * ((q >> 1) & 1)];
+        for (int q = 0; q < 8; ++q) ad[q] = a16(base, i, q);
 #pragma unroll
         for (int q = 0; q < 4; ++q) a4[q] = band[base + 4 * g + 2 * i + (q & 1) + 1032 + t + 4 * (q >> 1)];
 #pragma unroll
@@ -100,12 +105,11 @@ __global__ void __launch_bounds__(kThreads) probe(float* out, float seed, int it
           }
     }
     if (FORM == 6) {
-      const int base = (it * 40) & 2047;  // a trip-dependent address: the loads stay in the loop
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        double ad[8];  // a_q (row g + 8 (q % 2) <-> pixel 4 g + 2 i + q % 2, tap t + 4 (q / 2))
+        double ad[8];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) ad[q] = band[base + 4 * g + 2 * i + (q & 1) + 516 * (q >> 2) + t + 4 * ((q >> 1) & 1)];
+        for (int q = 0; q < 8; ++q) ad[q] = a16(base, i, q);
 #pragma unroll
         for (int j = 0; j < NF; ++j) dmma16816(c6[i][j], ad, b);
       }

@@ -1,7 +1,9 @@
 // Shared by the launch probes of this folder (icache_probe.cu, param_probe.cu,
-// store_balance_probe.cu, ffma_operand_probe.cu, dmma_probe.cu): a CUDA error check that returns 1 from main-like functions, and the
-// time of one launch as XLA's command buffers run our kernels: `launches` launches captured
-// back to back in a CUDA graph, the graph timed between events `reps` times, the median per launch.
+// store_balance_probe.cu, ffma_operand_probe.cu, dmma_probe.cu): a CUDA error check that
+// returns 1 from main-like functions, and the time of one launch as XLA's command buffers run
+// our kernels: `launches` launches captured back to back in a CUDA graph, the graph timed
+// between events `reps` times, the median per launch; for the FMA-rate probes, the FP32 peak
+// and a rate report.
 #pragma once
 #include <cuda_runtime.h>
 
