@@ -51,9 +51,13 @@ struct TzParams {
   int SPT;           // segments per CTA
   int NB;            // band rows staged per CTA (at most)
   int nfb;           // 32-filter blocks (grid.y)
+  unsigned long long* tl;  // timeline (TZ_TIMELINE): per CTA and warpgroup 5 %globaltimer stamps
   int mode;          // knobs: 1 no stores, 2 no filter build, 4 no band staging (timing only);
-                     // 8 NCHW write-back stores, 16 NHWC whole-line stores
+                     // 8 NCHW write-back stores, 16 NHWC whole-line stores, 32 staggered warpgroups,
+                     // 64 stores through shared memory and bulk copies
 };
+
+constexpr int kStageFloats = 32 * 260;  // one warpgroup's output staging buffer (mode 64)
 
 __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
   const uint32_t h = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
@@ -199,8 +203,78 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
   }
 }
 
+// Mode 64: the segment's outputs go through a shared-memory buffer and leave by bulk copies
+// (cp.async.bulk, the copy engine drains them while the warpgroup runs its next wgmmas).
+// NHWC (M = 32): buffer[pixel][32], one copy per run of pixels within an output row;
+// NCHW (OW % 4 == 0): buffer[filter][260], one copy per filter and run.
+__device__ __forceinline__ void tz_store_bulk(const float (&d)[64], float* __restrict__ y,
+                                              const TzParams& p, int s, int fb, int wq, int g,
+                                              int t, float* buf, int wg, bool wait_prev) {
+  const int ltid = (wq << 5) | (g << 2) | t;  // thread in the warpgroup
+  // each issuing thread waits for its own copies' reads (NHWC: lane 0 of warp 0; NCHW: warp 0)
+  if (wait_prev && (p.nhwc ? ltid == 0 : wq == 0))
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(8 + wg) : "memory");  // the buffer is free
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = 16 * wq + g + 8 * h;
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      float v[4][4];  // v[ph][i]: phase ph, filter 16 q + 4 t + i
+#pragma unroll
+      for (int ph = 0; ph < 4; ++ph) {
+        const int j0 = 4 * ph + 2 * q;
+        v[ph][0] = d[4 * j0 + 2 * h];
+        v[ph][1] = d[4 * j0 + 2 * h + 1];
+        v[ph][2] = d[4 * (j0 + 1) + 2 * h];
+        v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
+      }
+      const int f0 = 16 * q + 4 * t;
+      if (p.nhwc) {
+#pragma unroll
+        for (int ph = 0; ph < 4; ++ph)
+          *reinterpret_cast<float4*>(buf + (4 * r + ph) * 32 + f0) =
+              make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          *reinterpret_cast<float4*>(buf + (f0 + i) * 260 + 4 * r) =
+              make_float4(v[0][i], v[1][i], v[2][i], v[3][i]);
+      }
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(8 + wg) : "memory");
+  if (wq != 0) return;  // warp 0 of the warpgroup issues the copies
+  const uint32_t sbuf = static_cast<uint32_t>(__cvta_generic_to_shared(buf));
+  // runs: the segment's flat pixels [P0, P0 + 256) cut at row ends, clipped to OW
+  for (int P = s * 256; P < s * 256 + 256;) {
+    const int R = P / p.Ws, ox = P - R * p.Ws, n = R / p.Hp, oy = R - n * p.Hp;
+    const int Pend = min(s * 256 + 256, (R + 1) * p.Ws);
+    const int len = min(Pend - P, p.OW - ox);  // pixels of this run
+    if (len > 0 && n < p.N && oy < p.OH) {
+      const int lp = P - s * 256;
+      if (p.nhwc) {
+        if (t == 0 && g == 0) {
+          float* dst = y + (((size_t)n * p.OH + oy) * p.OW + ox) * p.M;
+          asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+                       "r"(sbuf + lp * 128), "r"(len * 128) : "memory");
+        }
+      } else {
+        const int f = (g << 2) | t;  // lane = filter
+        float* dst = y + (((size_t)n * p.M + fb * 32 + f) * p.OH + oy) * p.OW + ox;
+        if (fb * 32 + f < p.M)
+          asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+                       "r"(sbuf + (f * 260 + lp) * 4), "r"(len * 4) : "memory");
+      }
+    }
+    P = Pend;
+  }
+  if (ltid == 0 || (!p.nhwc)) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
 template <int NWG, bool PIPE, bool NOMMA = false>
-__global__ void __launch_bounds__(128 * NWG) tz_kernel(const float* __restrict__ x,
+__global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const float* __restrict__ x,
                                                        const float* __restrict__ w,
                                                        float* __restrict__ y, TzParams p) {
   extern __shared__ __align__(128) float smem[];
@@ -213,6 +287,16 @@ __global__ void __launch_bounds__(128 * NWG) tz_kernel(const float* __restrict__
   const int Rb = (s0 * 256) / p.Ws;                      // tall row of band row 0
   const int nb = min(p.NB, (s1 * 256 + 8) / p.Ws - Rb + p.KH);
   const int tid = threadIdx.x;
+  unsigned long long* tl = p.tl && (tid & 127) == 0
+      ? p.tl + ((size_t)(blockIdx.y * gridDim.x + blockIdx.x) * NWG + (tid >> 7)) * 5 : nullptr;
+  auto stamp = [&](int i) {
+    if (tl) {
+      unsigned long long v;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+      tl[i] = v;
+    }
+  };
+  stamp(0);
   int bad = 0;
   constexpr int NT = 128 * NWG;
   float* wraw = alo + p.NB * p.Ws;          // this block's 32 filters, raw: [c][kh][kw]
@@ -225,18 +309,18 @@ __global__ void __launch_bounds__(128 * NWG) tz_kernel(const float* __restrict__
   // rows are unpadded and 16-byte aligned, all of a thread's loads in flight before any is used
   const int Wp = p.OW + p.KW - 1;
   if (!(p.mode & 4)) {
-    if (p.pl == 0 && Wp == p.W && p.Ws == p.W) {
-      const int w4 = p.Ws >> 2, total = nb * w4;
-      constexpr int U = 4;
+    if (p.pt == 0 && p.pl == 0 && p.Hp == p.H && Wp == p.W && p.Ws == p.W) {
+      // unpadded, 16-byte rows: the tall stack is the input itself, the band one flat range
+      const long long g0 = (long long)Rb * (p.W >> 2), gend = (long long)p.N * p.H * (p.W >> 2);
+      const int total = nb * (p.Ws >> 2);
+      constexpr int U = 8;
       for (int i0 = tid; i0 < total; i0 += NT * U) {
         float4 v[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          const int i = i0 + u * NT, rr = i / w4, c4 = i - rr * w4;
-          const int R = Rb + rr, n = R / p.Hp, yy = R - n * p.Hp - p.pt;
+          const int i = i0 + u * NT;
           v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-          if (i < total && n < p.N && yy >= 0 && yy < p.H)
-            v[u] = __ldg(reinterpret_cast<const float4*>(x + ((size_t)n * p.H + yy) * p.W) + c4);
+          if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -304,11 +388,20 @@ __global__ void __launch_bounds__(128 * NWG) tz_kernel(const float* __restrict__
   }
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   bad = __syncthreads_or(bad);
+  stamp(1);
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
   if (bad) return;  // non-finite or huge values: direct float32 sums (prototype: none)
   if (!PIPE) {
-    for (int s = s0 + wg; s < s1; s += NWG) {
+    // mode 32: staggered start, warpgroup w issues its first segment only once w - 1's is done
+    // (named barrier w: w - 1 arrives, w waits), so the first stores start one segment in
+    const bool stagger = (p.mode & 32) && NWG > 1;
+    const bool bulk = (p.mode & 64) && !(p.mode & 1) &&
+                      (p.nhwc ? p.M == 32 : (p.OW & 3) == 0);
+    float* stagebuf = wraw + 32 * p.KH * p.KW + wg * kStageFloats;
+    int k = 0;
+    for (int s = s0 + wg; s < s1; s += NWG, ++k) {
       float d[64];
+      if (stagger && k == 0 && wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
       if (NOMMA) {  // timing: staging and stores only (the sums are the band's values)
 #pragma unroll
         for (int i = 0; i < 64; ++i) d[i] = __int_as_float(0x3f800000 + s + i * 3 + tid);
@@ -316,7 +409,17 @@ __global__ void __launch_bounds__(128 * NWG) tz_kernel(const float* __restrict__
         tz_mma(d, ahi, alo, bhi, blo, s * 256 - Rb * p.Ws, p.KH, p.Ws);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       }
-      tz_store(d, y, p, s, fb, wq, g, t);
+      if (k == 0) stamp(2);
+      if (stagger && k == 0 && wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+      if (bulk) tz_store_bulk(d, y, p, s, fb, wq, g, t, stagebuf, wg, k > 0);
+      else tz_store(d, y, p, s, fb, wq, g, t);
+      if (k == 0) stamp(3);
+    }
+    stamp(4);
+    if (bulk && wq == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    if (stagger && k == 0) {  // no segment here: pass the turn on
+      if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
+      if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
     }
   } else {  // two accumulator sets: a segment's stores under the next one's wgmmas
     // Every warpgroup runs the same trip count (from the parameters only, so the wgmmas sit on
@@ -364,13 +467,14 @@ static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, 
   return p;
 }
 
-static size_t smem_bytes(const TzParams& p) {
-  return (size_t(p.KH) * 2048 + size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW) * sizeof(float);
+static size_t smem_bytes(const TzParams& p, int nwg = 0) {
+  return (size_t(p.KH) * 2048 + size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW +
+          ((p.mode & 64) ? size_t(nwg % 10) * kStageFloats : 0)) * sizeof(float);
 }
 
 template <int NWG, bool PIPE, bool NOMMA = false>
 static void launch(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
-  const size_t sm = smem_bytes(p);
+  const size_t sm = smem_bytes(p, NWG);
   static bool set = false;
   if (!set) {
     CK(cudaFuncSetAttribute(tz_kernel<NWG, PIPE, NOMMA>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
@@ -450,7 +554,7 @@ int main(int argc, char** argv) {
         TzParams p = make_params(c.N, c.H, c.W, c.M, KH, KW, pad, pad, pad, pad, c.nhwc, SPT);
         p.mode = getenv("TZ_MODE") ? atoi(getenv("TZ_MODE")) : 0;
         if (nwg % 10 > SPT) continue;
-        if (smem_bytes(p) > 200 * 1024) continue;
+        if (smem_bytes(p, nwg) > 200 * 1024) continue;
         // correctness: poison, run, sample
         CK(cudaMemset(ybig, 0xff, ny * 4));  // NaN poison
         run(nwg, p, dx, dw, ybig, s);
@@ -505,9 +609,38 @@ int main(int argc, char** argv) {
           std::sort(ts.begin(), ts.end());
           med = ts[ts.size() / 2];
         }
-        printf("%-28s %s SPT %3d WG %d CTAs %6d x %2d smem %6zu | nan %zu rel %.2e | %8.2f us  %5.1f%% of 4.25 TB/s\n",
-               c.name, c.nhwc ? "NHWC" : "NCHW", SPT, nwg, (p.S + SPT - 1) / SPT, p.nfb, smem_bytes(p),
-               nan, maxerr / maxref, med, med > 0 ? floor_bytes / 4.25e6 / med * 100 : 0.0);
+        std::string tls;
+        if (timed && getenv("TZ_TIMELINE") && nwg < 10) {  // one more launch with stamps
+          const int ncta = (p.S + SPT - 1) / SPT * p.nfb;
+          const size_t nst = size_t(ncta) * nwg * 5;
+          unsigned long long* dtl;
+          CK(cudaMalloc(&dtl, nst * 8));
+          CK(cudaMemset(dtl, 0, nst * 8));
+          TzParams pt = p;
+          pt.tl = dtl;
+          run(nwg, p, dx, dw, ybig, s);  // the launch before, as in the graph
+          run(nwg, pt, dx, dw, ybig + (nrot > 1 ? ny : 0), s);
+          CK(cudaStreamSynchronize(s));
+          std::vector<unsigned long long> h(nst);
+          CK(cudaMemcpy(h.data(), dtl, nst * 8, cudaMemcpyDeviceToHost));
+          CK(cudaFree(dtl));
+          unsigned long long t0 = ~0ull, tend = 0;
+          for (size_t i = 0; i < nst; i += 5) { t0 = std::min(t0, h[i]); tend = std::max(tend, h[i + 4]); }
+          char buf[256];
+          std::string part;
+          for (int st = 0; st < 5; ++st) {  // median and max over warpgroups of each stamp
+            std::vector<double> v;
+            for (size_t i = st; i < nst; i += 5) if (h[i]) v.push_back((h[i] - t0) * 1e-3);
+            std::sort(v.begin(), v.end());
+            if (v.empty()) continue;
+            snprintf(buf, sizeof buf, " t%d %.2f/%.2f", st, v[v.size() / 2], v.back());
+            part += buf;
+          }
+          tls = " | timeline (us, median/max over warpgroups: entry, setup done, 1st MMA done, 1st stores issued, last stores issued):" + part;
+        }
+        printf("%-28s %s SPT %3d WG %d CTAs %6d x %2d smem %6zu | nan %zu rel %.2e | %8.2f us  %5.1f%% of 4.25 TB/s%s\n",
+               c.name, c.nhwc ? "NHWC" : "NCHW", SPT, nwg, (p.S + SPT - 1) / SPT, p.nfb, smem_bytes(p, nwg),
+               nan, maxerr / maxref, med, med > 0 ? floor_bytes / 4.25e6 / med * 100 : 0.0, tls.c_str());
         fflush(stdout);
       }
     }
