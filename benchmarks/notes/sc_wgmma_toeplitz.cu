@@ -273,7 +273,7 @@ __device__ __forceinline__ void tz_store_bulk(const float (&d)[64], float* __res
   if (ltid == 0 || (!p.nhwc)) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 
-template <int NWG, bool PIPE, bool NOMMA = false>
+template <int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
 __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const float* __restrict__ x,
                                                        const float* __restrict__ w,
                                                        float* __restrict__ y, TzParams p) {
@@ -391,6 +391,87 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
   stamp(1);
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
   if (bad) return;  // non-finite or huge values: direct float32 sums (prototype: none)
+  if constexpr (WS) {
+    // Warp-specialized (NWG = 3, NHWC, 32-filter blocks whole): warpgroups 0 and 1 run the
+    // wgmmas and park each segment's outputs in one of their two shared-memory slots
+    // ([pixel][32 filters], 16-byte chunks XOR-swizzled by pixel % 8); warpgroup 2 only stores,
+    // 512 contiguous bytes per warp instruction, so the store stream never waits for MMAs.
+    // Named barriers: 1 + slot "full" (producer arrives, consumer waits), 5 + slot "empty"
+    // (consumer arrives, producer waits), 9 the producers' staggered start.
+    float* slots = wraw + 32 * taps;
+    const int nseg = s1 - s0;
+    if (wg < 2) {
+      int j = 0;
+      for (int k = wg; k < nseg; k += 2, ++j) {
+        const int slot = wg * 2 + (j & 1);
+        float* buf = slots + slot * 8192;
+        if (j == 0 && wg == 1) asm volatile("bar.sync 9, 256;\n" ::: "memory");
+        float d[64];
+        tz_mma(d, ahi, alo, bhi, blo, (s0 + k) * 256 - Rb * p.Ws, p.KH, p.Ws);
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (j == 0) stamp(2);
+        if (j == 0 && wg == 0 && nseg > 1) asm volatile("bar.arrive 9, 256;\n" ::: "memory");
+        if (j >= 2) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + slot) : "memory");
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = 16 * wq + g + 8 * h;
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+#pragma unroll
+            for (int ph = 0; ph < 4; ++ph) {
+              const int j0 = 4 * ph + 2 * q, lp = 4 * r + ph, c = 4 * q + t;
+              *reinterpret_cast<float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2)) =
+                  make_float4(d[4 * j0 + 2 * h], d[4 * j0 + 2 * h + 1], d[4 * (j0 + 1) + 2 * h],
+                              d[4 * (j0 + 1) + 2 * h + 1]);
+            }
+          }
+        }
+        asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + slot) : "memory");
+        if (j == 0) stamp(3);
+      }
+    } else {
+      // consumers: warpgroup 2 (and 3) store the segments of producer 0 (and 1), or all of them
+      constexpr int NC = NWG - 2;
+      const int cw = wg - 2, lt = tid & 127, c = lt & 7;
+      for (int k = cw; k < nseg; k += NC) {
+        const int j = k >> 1, slot = (k & 1) * 2 + (j & 1);
+        const float* buf = slots + slot * 8192;
+        asm volatile("bar.sync %0, 256;\n" ::"r"(1 + slot) : "memory");
+        if (k == cw) stamp(2);
+        const int P0 = (s0 + k) * 256, R0 = P0 / p.Ws, ox0 = P0 - R0 * p.Ws;
+        if (ox0 + 256 <= p.Ws) {  // the segment lies in one tall row: one base, no division
+          const int n = R0 / p.Hp, oy = R0 - n * p.Hp;
+          if (n < p.N && oy < p.OH) {
+            float* row = y + ((size_t)n * p.OH + oy) * p.OW * p.M + fb * 32 + 4 * c;
+            const int valid = p.OW - ox0;  // pixels of the segment inside the output row
+#pragma unroll 4
+            for (int it = 0; it < 16; ++it) {
+              const int lp = it * 16 + (lt >> 3);
+              const float4 v =
+                  *reinterpret_cast<const float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2));
+              if (lp < valid) __stcs(reinterpret_cast<float4*>(row + (size_t)(ox0 + lp) * p.M), v);
+            }
+          }
+        } else {
+#pragma unroll 4
+          for (int it = 0; it < 16; ++it) {
+            const int lp = it * 16 + (lt >> 3);
+            const float4 v = *reinterpret_cast<const float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2));
+            int ox = ox0 + lp, R = R0;
+            while (ox >= p.Ws) { ox -= p.Ws; ++R; }
+            const int n = R / p.Hp, oy = R - n * p.Hp;
+            if (n < p.N && oy < p.OH && ox < p.OW)
+              __stcs(reinterpret_cast<float4*>(y + (((size_t)n * p.OH + oy) * p.OW + ox) * p.M +
+                                               fb * 32 + 4 * c), v);
+          }
+        }
+        if (k + 4 < nseg) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 + slot) : "memory");
+        if (k == cw) stamp(3);
+      }
+    }
+    stamp(4);
+    return;
+  }
   if (!PIPE) {
     // mode 32: staggered start, warpgroup w issues its first segment only once w - 1's is done
     // (named barrier w: w - 1 arrives, w waits), so the first stores start one segment in
@@ -469,18 +550,19 @@ static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, 
 
 static size_t smem_bytes(const TzParams& p, int nwg = 0) {
   return (size_t(p.KH) * 2048 + size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW +
-          ((p.mode & 64) ? size_t(nwg % 10) * kStageFloats : 0)) * sizeof(float);
+          ((p.mode & 64) ? size_t(nwg % 10) * kStageFloats : 0) + (nwg > 30 ? 4 * 8192 : 0)) *
+         sizeof(float);
 }
 
-template <int NWG, bool PIPE, bool NOMMA = false>
+template <int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
 static void launch(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
-  const size_t sm = smem_bytes(p, NWG);
+  const size_t sm = smem_bytes(p, WS ? 30 + NWG : NWG);
   static bool set = false;
   if (!set) {
-    CK(cudaFuncSetAttribute(tz_kernel<NWG, PIPE, NOMMA>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CK(cudaFuncSetAttribute(tz_kernel<NWG, PIPE, NOMMA, WS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
     set = true;
   }
-  tz_kernel<NWG, PIPE, NOMMA><<<dim3((p.S + p.SPT - 1) / p.SPT, p.nfb), 128 * NWG, sm, s>>>(x, w, y, p);
+  tz_kernel<NWG, PIPE, NOMMA, WS><<<dim3((p.S + p.SPT - 1) / p.SPT, p.nfb), 128 * NWG, sm, s>>>(x, w, y, p);
 }
 
 static void run(int nwg, const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
@@ -493,6 +575,8 @@ static void run(int nwg, const TzParams& p, const float* x, const float* w, floa
     case 12: launch<2, true>(p, x, w, y, s); break;
     case 22: launch<2, false, true>(p, x, w, y, s); break;
     case 23: launch<3, false, true>(p, x, w, y, s); break;
+    case 33: launch<3, false, false, true>(p, x, w, y, s); break;
+    case 34: launch<4, false, false, true>(p, x, w, y, s); break;
     default: launch<3, true>(p, x, w, y, s); break;
   }
 }
@@ -550,11 +634,12 @@ int main(int argc, char** argv) {
       if (std::find(spts.begin(), spts.end(), v) == spts.end()) spts.push_back(v);
     }
     for (int SPT : spts) {
-      for (int nwg : getenv("TZ_NOMMA") ? std::vector<int>{22, 23} : std::vector<int>{2, 3, 4, 12, 13}) {
+      for (int nwg : getenv("TZ_NOMMA") ? std::vector<int>{22, 23} : (getenv("TZ_WS") ? std::vector<int>{2, 33, 34} : std::vector<int>{2, 3, 4, 12, 13})) {
         TzParams p = make_params(c.N, c.H, c.W, c.M, KH, KW, pad, pad, pad, pad, c.nhwc, SPT);
         p.mode = getenv("TZ_MODE") ? atoi(getenv("TZ_MODE")) : 0;
         if (nwg % 10 > SPT) continue;
-        if (smem_bytes(p, nwg) > 200 * 1024) continue;
+        if (nwg > 30 && (!c.nhwc || c.M % 32)) continue;
+        if (smem_bytes(p, nwg) > 227 * 1024) continue;
         // correctness: poison, run, sample
         CK(cudaMemset(ybig, 0xff, ny * 4));  // NaN poison
         run(nwg, p, dx, dw, ybig, s);
@@ -610,9 +695,9 @@ int main(int argc, char** argv) {
           med = ts[ts.size() / 2];
         }
         std::string tls;
-        if (timed && getenv("TZ_TIMELINE") && nwg < 10) {  // one more launch with stamps
+        if (timed && getenv("TZ_TIMELINE") && (nwg < 10 || nwg > 30)) {  // one more launch with stamps
           const int ncta = (p.S + SPT - 1) / SPT * p.nfb;
-          const size_t nst = size_t(ncta) * nwg * 5;
+          const size_t nst = size_t(ncta) * (nwg % 10) * 5;
           unsigned long long* dtl;
           CK(cudaMalloc(&dtl, nst * 8));
           CK(cudaMemset(dtl, 0, nst * 8));
