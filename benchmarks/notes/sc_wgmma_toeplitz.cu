@@ -4,7 +4,8 @@
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a \
 //        -o /tmp/tz benchmarks/notes/sc_wgmma_toeplitz.cu && /tmp/tz
-//   /tmp/tz --check: correctness only. TZ_CASES="b1 512^2 M32 K5,...": these cases only.
+//   /tmp/tz --check: correctness only. TZ_CASES="b1 512^2 M32 K5,...": these cases only;
+//   TZ_ONLY=SPT,NWG: one configuration (e.g. under ncu). TZ_WS=1: the warp-specialized variant.
 //   TZ_MODE (timing only, wrong answers): 1 no stores, 2 no filter build, 4 no band staging;
 //   8 NCHW write-back stores, 16 NHWC whole-line stores. TZ_NOMMA=1: staging and stores only.
 //
@@ -638,6 +639,10 @@ int main(int argc, char** argv) {
         TzParams p = make_params(c.N, c.H, c.W, c.M, KH, KW, pad, pad, pad, pad, c.nhwc, SPT);
         p.mode = getenv("TZ_MODE") ? atoi(getenv("TZ_MODE")) : 0;
         if (nwg % 10 > SPT) continue;
+        if (getenv("TZ_ONLY")) {  // "SPT,NWG": this configuration only (for a profiler)
+          int a = 0, b = 0;
+          if (sscanf(getenv("TZ_ONLY"), "%d,%d", &a, &b) == 2 && (a != SPT || b != nwg)) continue;
+        }
         if (nwg > 30 && (!c.nhwc || c.M % 32)) continue;
         if (smem_bytes(p, nwg) > 227 * 1024) continue;
         // correctness: poison, run, sample
