@@ -35,7 +35,10 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                             \
+#include "probe_timing.cuh"  // CK (returns 1), time_graph
+
+// CK for void contexts: print and exit.
+#define CKX(x)                                                                            \
   do {                                                                                    \
     cudaError_t e_ = (x);                                                                 \
     if (e_ != cudaSuccess) {                                                              \
@@ -108,6 +111,19 @@ __device__ __forceinline__ void tz_mma(float (&d)[64], const float* ahi, const f
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 
+// Lane (g, t)'s sums of row half h (A row 16 w + g + 8 h) and filter half q, by b_filter's
+// column order: v[ph][i] = pixel 4 r + ph, filter 16 q + 4 t + i of the block.
+__device__ __forceinline__ void tz_gather(const float (&d)[64], int h, int q, float (&v)[4][4]) {
+#pragma unroll
+  for (int ph = 0; ph < 4; ++ph) {
+    const int j0 = 4 * ph + 2 * q;
+    v[ph][0] = d[4 * j0 + 2 * h];
+    v[ph][1] = d[4 * j0 + 2 * h + 1];
+    v[ph][2] = d[4 * (j0 + 1) + 2 * h];
+    v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
+  }
+}
+
 // Segment s's outputs from the accumulators (lane layout: see b_filter).
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
                                          const TzParams& p, int s, int fb, int wq, int g, int t) {
@@ -164,14 +180,7 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
     for (int q = 0; q < 2; ++q) {
       const int f0 = fb * 32 + 16 * q + 4 * t;
       float v[4][4];  // v[ph][i]: phase ph, filter f0 + i
-#pragma unroll
-      for (int ph = 0; ph < 4; ++ph) {
-        const int j0 = 4 * ph + 2 * q;
-        v[ph][0] = d[4 * j0 + 2 * h];
-        v[ph][1] = d[4 * j0 + 2 * h + 1];
-        v[ph][2] = d[4 * (j0 + 1) + 2 * h];
-        v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
-      }
+      tz_gather(d, h, q, v);
       if (p.nhwc) {
         const size_t base = (((size_t)n * p.OH + oy) * p.OW + ox0) * p.M + f0;
 #pragma unroll
@@ -222,14 +231,7 @@ __device__ __forceinline__ void tz_store_bulk(const float (&d)[64], float* __res
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       float v[4][4];  // v[ph][i]: phase ph, filter 16 q + 4 t + i
-#pragma unroll
-      for (int ph = 0; ph < 4; ++ph) {
-        const int j0 = 4 * ph + 2 * q;
-        v[ph][0] = d[4 * j0 + 2 * h];
-        v[ph][1] = d[4 * j0 + 2 * h + 1];
-        v[ph][2] = d[4 * (j0 + 1) + 2 * h];
-        v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
-      }
+      tz_gather(d, h, q, v);
       const int f0 = 16 * q + 4 * t;
       if (p.nhwc) {
 #pragma unroll
@@ -418,12 +420,13 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
           const int r = 16 * wq + g + 8 * h;
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
+            float v[4][4];
+            tz_gather(d, h, q, v);
 #pragma unroll
             for (int ph = 0; ph < 4; ++ph) {
-              const int j0 = 4 * ph + 2 * q, lp = 4 * r + ph, c = 4 * q + t;
+              const int lp = 4 * r + ph, c = 4 * q + t;
               *reinterpret_cast<float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2)) =
-                  make_float4(d[4 * j0 + 2 * h], d[4 * j0 + 2 * h + 1], d[4 * (j0 + 1) + 2 * h],
-                              d[4 * (j0 + 1) + 2 * h + 1]);
+                  make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]);
             }
           }
         }
@@ -509,25 +512,19 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
     const int kmax = (p.SPT + NWG - 1) / NWG;
     float da[64], db[64];
     auto seg = [&](int k) { return min(s0 + wg + k * NWG, s1 - 1); };
-    auto live = [&](int k) { return s0 + wg + k * NWG < s1; };
+    // segment k's sums are in cur: start k + 1's into nxt, then store k's; false when done
+    auto step = [&](float (&cur)[64], float (&nxt)[64], int k) {
+      if (k + 1 < kmax) {
+        tz_mma(nxt, ahi, alo, bhi, blo, seg(k + 1) * 256 - Rb * p.Ws, p.KH, p.Ws);
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      } else {
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      }
+      if (s0 + wg + k * NWG < s1) tz_store(cur, y, p, seg(k), fb, wq, g, t);
+      return k + 1 < kmax;
+    };
     tz_mma(da, ahi, alo, bhi, blo, seg(0) * 256 - Rb * p.Ws, p.KH, p.Ws);
-    for (int k = 0;;) {
-      if (k + 1 < kmax) {
-        tz_mma(db, ahi, alo, bhi, blo, seg(k + 1) * 256 - Rb * p.Ws, p.KH, p.Ws);
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-      } else {
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      }
-      if (live(k)) tz_store(da, y, p, seg(k), fb, wq, g, t);
-      if (++k >= kmax) break;
-      if (k + 1 < kmax) {
-        tz_mma(da, ahi, alo, bhi, blo, seg(k + 1) * 256 - Rb * p.Ws, p.KH, p.Ws);
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-      } else {
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      }
-      if (live(k)) tz_store(db, y, p, seg(k), fb, wq, g, t);
-      if (++k >= kmax) break;
+    for (int k = 0; step(da, db, k) && step(db, da, k + 1); k += 2) {
     }
   }
 }
@@ -560,7 +557,7 @@ static void launch(const TzParams& p, const float* x, const float* w, float* y, 
   const size_t sm = smem_bytes(p, WS ? 30 + NWG : NWG);
   static bool set = false;
   if (!set) {
-    CK(cudaFuncSetAttribute(tz_kernel<NWG, PIPE, NOMMA, WS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+    CKX(cudaFuncSetAttribute(tz_kernel<NWG, PIPE, NOMMA, WS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
     set = true;
   }
   tz_kernel<NWG, PIPE, NOMMA, WS><<<dim3((p.S + p.SPT - 1) / p.SPT, p.nfb), 128 * NWG, sm, s>>>(x, w, y, p);
@@ -605,9 +602,6 @@ int main(int argc, char** argv) {
   const size_t rot_bytes = size_t(400) << 20;
   float* ybig;
   CK(cudaMalloc(&ybig, rot_bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   for (const Case& c : cases) {
     if (getenv("TZ_CASES") && !strstr(getenv("TZ_CASES"), c.name)) continue;
     int KH = c.K, KW = c.K;
@@ -674,30 +668,13 @@ int main(int argc, char** argv) {
         }
         double med = -1;
         if (timed) {
-          // a CUDA graph of `iters` launches over rotating outputs (as the package's launches
-          // run under XLA's command buffers), replayed 7 times: median per launch
-          const int iters = 20;
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-          for (int it = 0; it < iters; ++it) run(nwg, p, dx, dw, ybig + size_t(it % nrot) * ny, s);
-          CK(cudaStreamEndCapture(s, &graph));
-          CK(cudaGraphInstantiate(&exec, graph, 0));
-          CK(cudaGraphLaunch(exec, s));  // warm
-          std::vector<double> ts;
-          for (int rep = 0; rep < 7; ++rep) {
-            CK(cudaEventRecord(e0, s));
-            CK(cudaGraphLaunch(exec, s));
-            CK(cudaEventRecord(e1, s));
-            CK(cudaEventSynchronize(e1));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            ts.push_back(ms * 1000.0 / iters);
-          }
-          CK(cudaGraphExecDestroy(exec));
-          CK(cudaGraphDestroy(graph));
-          std::sort(ts.begin(), ts.end());
-          med = ts[ts.size() / 2];
+          // a CUDA graph of 20 launches over rotating outputs (as the package's launches run
+          // under XLA's command buffers), replayed 7 times: median per launch (probe_timing.cuh)
+          float us = 0.f;
+          if (time_graph(s, 20, 7, [&](int it) { run(nwg, p, dx, dw, ybig + size_t(it % nrot) * ny, s); },
+                         &us))
+            exit(2);
+          med = us;
         }
         std::string tls;
         if (timed && getenv("TZ_TIMELINE") && (nwg < 10 || nwg > 30)) {  // one more launch with stamps
