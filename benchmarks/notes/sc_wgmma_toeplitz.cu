@@ -124,6 +124,16 @@ __device__ __forceinline__ void tz_gather(const float (&d)[64], int h, int q, fl
   }
 }
 
+// Flat pixel P of the tall stack (tall row * Ws + column) -> image n, output row oy, column ox;
+// false where it is no output (a padding row of the stack, a column past OW, past the batch).
+__device__ __forceinline__ bool tz_pixel(const TzParams& p, int P, int& n, int& oy, int& ox) {
+  const int R = P / p.Ws;
+  ox = P - R * p.Ws;
+  n = R / p.Hp;
+  oy = R - n * p.Hp;
+  return n < p.N && oy < p.OH && ox < p.OW;
+}
+
 // Segment s's outputs from the accumulators (lane layout: see b_filter).
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
                                          const TzParams& p, int s, int fb, int wq, int g, int t) {
@@ -139,26 +149,23 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
     // instruction writes 4 pixels x 32 filters (lane (g, t) holds filters 4t.. and 16 + 4t..).
     const bool ev = (g & 1) == 0;
     auto px = [&](int P) -> float* {  // output of flat pixel P (filters fb * 32 ..), or null
-      const int R = P / p.Ws, ox = P - R * p.Ws, n = R / p.Hp, oy = R - n * p.Hp;
-      if (n >= p.N || oy >= p.OH || ox >= p.OW) return nullptr;
+      int n, oy, ox;
+      if (!tz_pixel(p, P, n, oy, ox)) return nullptr;
       return y + (((size_t)n * p.OH + oy) * p.OW + ox) * p.M + fb * 32;
     };
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      float v0[4][4], v1[4][4];  // the two 16-filter halves, v[ph][i] as tz_gather gives them
+      tz_gather(d, h, 0, v0);
+      tz_gather(d, h, 1, v1);
 #pragma unroll
       for (int ph = 0; ph < 4; ++ph) {
-        float v0[4], v1[4], rv[4], s1[4], s2[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {  // (filter pair e / 2, member e % 2) of each 16-filter half
-          const int jj = 4 * ph + (e >> 1);
-          v0[e] = d[4 * jj + 2 * h + (e & 1)];
-          v1[e] = d[4 * (jj + 2) + 2 * h + (e & 1)];
-        }
+        float rv[4], s1[4], s2[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          rv[i] = __shfl_xor_sync(0xffffffffu, ev ? v1[i] : v0[i], 4);
-          s1[i] = ev ? v0[i] : rv[i];
-          s2[i] = ev ? rv[i] : v1[i];
+          rv[i] = __shfl_xor_sync(0xffffffffu, ev ? v1[ph][i] : v0[ph][i], 4);
+          s1[i] = ev ? v0[ph][i] : rv[i];
+          s2[i] = ev ? rv[i] : v1[ph][i];
         }
         const int P = s * 256 + 4 * (16 * wq + g + 8 * h) + ph;  // this lane's pixel
         float* a1 = px(ev ? P : P - 4);
@@ -173,9 +180,8 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = 16 * wq + g + 8 * h;
-    const int P = s * 256 + 4 * r;  // flat pixel of phase 0
-    const int R = P / p.Ws, ox0 = P - R * p.Ws, n = R / p.Hp, oy = R - n * p.Hp;
-    if (n >= p.N || oy >= p.OH || ox0 >= p.OW) continue;
+    int n, oy, ox0;  // of the phase-0 pixel; its 4 share the row (Ws % 4 == 0)
+    if (!tz_pixel(p, s * 256 + 4 * r, n, oy, ox0)) continue;
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int f0 = fb * 32 + 16 * q + 4 * t;
