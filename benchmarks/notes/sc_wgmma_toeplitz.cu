@@ -1,13 +1,17 @@
 // Prototype: the single-channel convolution as a 3xTF32 wgmma GEMM whose A operand is the
 // staged input band itself (a Toeplitz view through the shared-memory descriptor), sm_90a.
-// Measured and not taken (benchmarks/notes/single_channel.md, round 25).
+// Measured and not taken (benchmarks/notes/single_channel.md, rounds 25 and 26); round 26 added
+// the transposed product (tz_rs_kernel: the weights as wgmma's register operand).
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a \
 //        -o /tmp/tz benchmarks/notes/sc_wgmma_toeplitz.cu && /tmp/tz
 //   /tmp/tz --check: correctness only. TZ_CASES="b1 512^2 M32 K5,...": these cases only;
 //   TZ_ONLY=SPT,NWG: one configuration (e.g. under ncu). TZ_WS=1: the warp-specialized variant.
-//   TZ_MODE (timing only, wrong answers): 1 no stores, 2 no filter build, 4 no band staging;
-//   8 NCHW write-back stores, 16 NHWC whole-line stores. TZ_NOMMA=1: staging and stores only.
+//   TZ_NWG=2,3,45: these launch codes (see run()). TZ_TIMELINE=1: per-warpgroup stamps and the
+//   SM clock of one more launch. TZ_MODE (timing only, wrong answers): 1 no stores, 2 no
+//   filter build, 4 no band staging; 8 NCHW write-back stores, 16 NHWC whole-line stores,
+//   128 no MMAs in the transposed product; 32 (staggered start) and 64 (bulk-copy stores) keep
+//   the answers. TZ_NOMMA=1: staging and stores only.
 //
 // The idea. A tile's input band sits in shared memory as a flat float array (row stride Ws, a
 // multiple of 4; the batch's padded images stacked into one tall map). For output pixel p
@@ -32,7 +36,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "probe_timing.cuh"  // CK (returns 1), time_graph
@@ -55,10 +61,11 @@ struct TzParams {
   int SPT;           // segments per CTA
   int NB;            // band rows staged per CTA (at most)
   int nfb;           // 32-filter blocks (grid.y)
-  unsigned long long* tl;  // timeline (TZ_TIMELINE): per CTA and warpgroup 5 %globaltimer stamps
+  unsigned long long* tl;  // timeline (TZ_TIMELINE): per CTA and warpgroup, see TzStamps
   int mode;          // knobs: 1 no stores, 2 no filter build, 4 no band staging (timing only);
                      // 8 NCHW write-back stores, 16 NHWC whole-line stores, 32 staggered warpgroups,
-                     // 64 stores through shared memory and bulk copies
+                     // 64 stores through shared memory and bulk copies, 128 no MMAs
+                     // (transposed product; timing only)
 };
 
 constexpr int kStageFloats = 32 * 260;  // one warpgroup's output staging buffer (mode 64)
@@ -97,10 +104,14 @@ __device__ __forceinline__ int b_filter(int c) {
   return 16 * (j >> 1) + 4 * t + 2 * (j & 1) + e;
 }
 
-// One segment's 3 KH wgmmas into d (asynchronous: commit, then wait before reading d).
+// One segment's 3 KH wgmmas into d (asynchronous: commit, then wait before reading d). KH is a
+// template parameter: with a runtime trip count ptxas serializes the wgmmas (C7520, a wait after
+// each: "compiler-inserted WG.AR in divergent path"), as every build of round 25 did.
+template <int KH>
 __device__ __forceinline__ void tz_mma(float (&d)[64], const float* ahi, const float* alo,
-                                       const float* bhi, const float* blo, int ao, int KH, int Ws) {
+                                       const float* bhi, const float* blo, int ao, int Ws) {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
   for (int kh = 0; kh < KH; ++kh) {
     const uint64_t dah = desc(ahi + ao + kh * Ws, 16, 128), dal = desc(alo + ao + kh * Ws, 16, 128);
     const uint64_t dbh = desc(bhi + kh * 1024, 2048, 128), dbl = desc(blo + kh * 1024, 2048, 128);
@@ -219,6 +230,104 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
   }
 }
 
+// TZ_TIMELINE: per CTA and warpgroup kTlSlots values: %globaltimer at kernel entry, setup done,
+// first segment's MMAs done, its stores issued, last stores issued; then %clock64 at the first
+// and the last stamp (the SM clock while the kernel runs).
+constexpr int kTlSlots = 7;
+struct TzStamps {
+  unsigned long long* tl;
+  __device__ TzStamps(const TzParams& p, int nwg, int tid)
+      : tl(p.tl && (tid & 127) == 0
+               ? p.tl + ((size_t)(blockIdx.y * gridDim.x + blockIdx.x) * nwg + (tid >> 7)) * kTlSlots
+               : nullptr) {}
+  __device__ void operator()(int i) const {
+    if (!tl) return;
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    tl[i] = v;
+    if (i == 0 || i == 4) tl[i == 0 ? 5 : 6] = clock64();
+  }
+};
+
+// Staging, shared by both kernels: the CTA's band (tall rows Rb .. Rb + nb - 1 of the padded,
+// stacked images) split into hi / lo copies, and its 32 raw filters wraw[c][kh][kw] (zero past
+// M). Returns nonzero where a value is non-finite or huge (the 3xTF32 split is not valid there).
+template <int NT>
+__device__ __forceinline__ int tz_stage(const float* __restrict__ x, const float* __restrict__ w,
+                                        const TzParams& p, float* ahi, float* alo, float* wraw,
+                                        int fb, int Rb, int nb, int tid) {
+  int bad = 0;
+  const int taps = p.KH * p.KW, wn = 32 * taps;
+  const float* wsrc = w + (size_t)fb * wn;
+  const bool wvec = (fb + 1) * 32 <= p.M && wn / 4 <= NT;  // one 16-byte load per thread
+  float4 wv = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (wvec && tid < wn / 4) wv = __ldg(reinterpret_cast<const float4*>(wsrc) + tid);
+  // band: tall rows Rb .. Rb + nb - 1 of the padded, stacked images; 16-byte loads where the
+  // rows are unpadded and 16-byte aligned, all of a thread's loads in flight before any is used
+  const int Wp = p.OW + p.KW - 1;
+  if (!(p.mode & 4)) {
+    if (p.pt == 0 && p.pl == 0 && p.Hp == p.H && Wp == p.W && p.Ws == p.W) {
+      // unpadded, 16-byte rows: the tall stack is the input itself, the band one flat range
+      const long long g0 = (long long)Rb * (p.W >> 2), gend = (long long)p.N * p.H * (p.W >> 2);
+      const int total = nb * (p.Ws >> 2);
+      constexpr int U = 8;
+      for (int i0 = tid; i0 < total; i0 += NT * U) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int i = i0 + u * NT;
+          v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int i = i0 + u * NT;
+          if (i >= total) break;
+          const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+          uint32_t h[4], l[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            bad |= !(fabsf(e[k]) <= 1e18f);
+            split_tf32(e[k], h[k], l[k]);
+          }
+          reinterpret_cast<uint4*>(ahi)[i] = make_uint4(h[0], h[1], h[2], h[3]);
+          reinterpret_cast<uint4*>(alo)[i] = make_uint4(l[0], l[1], l[2], l[3]);
+        }
+      }
+    } else {
+      for (int rr = tid >> 5; rr < nb; rr += NT / 32) {  // a warp per band row, 4 loads in flight
+        const int R = Rb + rr, n = R / p.Hp, yy = R - n * p.Hp - p.pt;
+        const bool rowok = n < p.N && yy >= 0 && yy < p.H;
+        const float* src = rowok ? x + ((size_t)n * p.H + yy) * p.W - p.pl : x;
+        for (int c0 = tid & 31; c0 < p.Ws; c0 += 128) {
+          float v[4];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const int c = c0 + 32 * u, xx = c - p.pl;
+            v[u] = (rowok && c < Wp && xx >= 0 && xx < p.W) ? __ldg(src + c) : 0.f;
+          }
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const int c = c0 + 32 * u;
+            if (c >= p.Ws) break;
+            bad |= !(fabsf(v[u]) <= 1e18f);
+            uint32_t h, l;
+            split_tf32(v[u], h, l);
+            ahi[rr * p.Ws + c] = __uint_as_float(h);
+            alo[rr * p.Ws + c] = __uint_as_float(l);
+          }
+        }
+      }
+    }
+  }
+  if (wvec) {
+    if (tid < wn / 4) reinterpret_cast<float4*>(wraw)[tid] = wv;
+  } else {
+    for (int i = tid; i < wn; i += NT) wraw[i] = fb * 32 + i / taps < p.M ? __ldg(wsrc + i) : 0.f;
+  }
+  return bad;
+}
+
 // Mode 64: the segment's outputs go through a shared-memory buffer and leave by bulk copies
 // (cp.async.bulk, the copy engine drains them while the warpgroup runs its next wgmmas).
 // NHWC (M = 32): buffer[pixel][32], one copy per run of pixels within an output row;
@@ -282,7 +391,7 @@ __device__ __forceinline__ void tz_store_bulk(const float (&d)[64], float* __res
   if (ltid == 0 || (!p.nhwc)) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 
-template <int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
+template <int KH, int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
 __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const float* __restrict__ x,
                                                        const float* __restrict__ w,
                                                        float* __restrict__ y, TzParams p) {
@@ -296,87 +405,12 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
   const int Rb = (s0 * 256) / p.Ws;                      // tall row of band row 0
   const int nb = min(p.NB, (s1 * 256 + 8) / p.Ws - Rb + p.KH);
   const int tid = threadIdx.x;
-  unsigned long long* tl = p.tl && (tid & 127) == 0
-      ? p.tl + ((size_t)(blockIdx.y * gridDim.x + blockIdx.x) * NWG + (tid >> 7)) * 5 : nullptr;
-  auto stamp = [&](int i) {
-    if (tl) {
-      unsigned long long v;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
-      tl[i] = v;
-    }
-  };
+  const TzStamps stamp(p, NWG, tid);
   stamp(0);
-  int bad = 0;
   constexpr int NT = 128 * NWG;
   float* wraw = alo + p.NB * p.Ws;          // this block's 32 filters, raw: [c][kh][kw]
-  const int taps = p.KH * p.KW, wn = 32 * taps;
-  const float* wsrc = w + (size_t)fb * wn;
-  const bool wvec = (fb + 1) * 32 <= p.M && wn / 4 <= NT;  // one 16-byte load per thread
-  float4 wv = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (wvec && tid < wn / 4) wv = __ldg(reinterpret_cast<const float4*>(wsrc) + tid);
-  // band: tall rows Rb .. Rb + nb - 1 of the padded, stacked images; 16-byte loads where the
-  // rows are unpadded and 16-byte aligned, all of a thread's loads in flight before any is used
-  const int Wp = p.OW + p.KW - 1;
-  if (!(p.mode & 4)) {
-    if (p.pt == 0 && p.pl == 0 && p.Hp == p.H && Wp == p.W && p.Ws == p.W) {
-      // unpadded, 16-byte rows: the tall stack is the input itself, the band one flat range
-      const long long g0 = (long long)Rb * (p.W >> 2), gend = (long long)p.N * p.H * (p.W >> 2);
-      const int total = nb * (p.Ws >> 2);
-      constexpr int U = 8;
-      for (int i0 = tid; i0 < total; i0 += NT * U) {
-        float4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int i = i0 + u * NT;
-          v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-          if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int i = i0 + u * NT;
-          if (i >= total) break;
-          const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-          uint32_t h[4], l[4];
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            bad |= !(fabsf(e[k]) <= 1e18f);
-            split_tf32(e[k], h[k], l[k]);
-          }
-          reinterpret_cast<uint4*>(ahi)[i] = make_uint4(h[0], h[1], h[2], h[3]);
-          reinterpret_cast<uint4*>(alo)[i] = make_uint4(l[0], l[1], l[2], l[3]);
-        }
-      }
-    } else {
-      for (int rr = tid >> 5; rr < nb; rr += 4 * NWG) {  // a warp per band row, 4 loads in flight
-        const int R = Rb + rr, n = R / p.Hp, yy = R - n * p.Hp - p.pt;
-        const bool rowok = n < p.N && yy >= 0 && yy < p.H;
-        const float* src = rowok ? x + ((size_t)n * p.H + yy) * p.W - p.pl : x;
-        for (int c0 = tid & 31; c0 < p.Ws; c0 += 128) {
-          float v[4];
-#pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            const int c = c0 + 32 * u, xx = c - p.pl;
-            v[u] = (rowok && c < Wp && xx >= 0 && xx < p.W) ? __ldg(src + c) : 0.f;
-          }
-#pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            const int c = c0 + 32 * u;
-            if (c >= p.Ws) break;
-            bad |= !(fabsf(v[u]) <= 1e18f);
-            uint32_t h, l;
-            split_tf32(v[u], h, l);
-            ahi[rr * p.Ws + c] = __uint_as_float(h);
-            alo[rr * p.Ws + c] = __uint_as_float(l);
-          }
-        }
-      }
-    }
-  }
-  if (wvec) {
-    if (tid < wn / 4) reinterpret_cast<float4*>(wraw)[tid] = wv;
-  } else {
-    for (int i = tid; i < wn; i += NT) wraw[i] = fb * 32 + i / taps < p.M ? __ldg(wsrc + i) : 0.f;
-  }
+  int bad = tz_stage<NT>(x, w, p, ahi, alo, wraw, fb, Rb, nb, tid);
+  const int taps = p.KH * p.KW;
   __syncthreads();
   // filters: B_kh[k][n] for n = ph * 32 + c, 4 k per 16-byte chunk, from the raw copy
   for (int j = (p.mode & 2) ? p.KH * 256 : tid; j < p.KH * 256; j += NT) {
@@ -416,7 +450,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
         float* buf = slots + slot * 8192;
         if (j == 0 && wg == 1) asm volatile("bar.sync 9, 256;\n" ::: "memory");
         float d[64];
-        tz_mma(d, ahi, alo, bhi, blo, (s0 + k) * 256 - Rb * p.Ws, p.KH, p.Ws);
+        tz_mma<KH>(d, ahi, alo, bhi, blo, (s0 + k) * 256 - Rb * p.Ws, p.Ws);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         if (j == 0) stamp(2);
         if (j == 0 && wg == 0 && nseg > 1) asm volatile("bar.arrive 9, 256;\n" ::: "memory");
@@ -497,7 +531,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
 #pragma unroll
         for (int i = 0; i < 64; ++i) d[i] = __int_as_float(0x3f800000 + s + i * 3 + tid);
       } else {
-        tz_mma(d, ahi, alo, bhi, blo, s * 256 - Rb * p.Ws, p.KH, p.Ws);
+        tz_mma<KH>(d, ahi, alo, bhi, blo, s * 256 - Rb * p.Ws, p.Ws);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       }
       if (k == 0) stamp(2);
@@ -513,25 +547,191 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
       if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
     }
   } else {  // two accumulator sets: a segment's stores under the next one's wgmmas
-    // Every warpgroup runs the same trip count (from the parameters only, so the wgmmas sit on
-    // no thread-dependent branch); a segment past s1 recomputes s1 - 1 and stores nothing.
+    // Every warpgroup runs the same trip count (from the parameters only) and every trip issues
+    // the next segment's wgmmas (past the end: s1 - 1 again, stored nowhere), so no wait_group
+    // sits on a branch (ptxas would serialize every wgmma: C7518).
     const int kmax = (p.SPT + NWG - 1) / NWG;
     float da[64], db[64];
     auto seg = [&](int k) { return min(s0 + wg + k * NWG, s1 - 1); };
-    // segment k's sums are in cur: start k + 1's into nxt, then store k's; false when done
-    auto step = [&](float (&cur)[64], float (&nxt)[64], int k) {
-      if (k + 1 < kmax) {
-        tz_mma(nxt, ahi, alo, bhi, blo, seg(k + 1) * 256 - Rb * p.Ws, p.KH, p.Ws);
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-      } else {
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      }
-      if (s0 + wg + k * NWG < s1) tz_store(cur, y, p, seg(k), fb, wq, g, t);
-      return k + 1 < kmax;
-    };
-    tz_mma(da, ahi, alo, bhi, blo, seg(0) * 256 - Rb * p.Ws, p.KH, p.Ws);
-    for (int k = 0; step(da, db, k) && step(db, da, k + 1); k += 2) {
+    auto valid = [&](int k) { return k < kmax && s0 + wg + k * NWG < s1; };
+    tz_mma<KH>(da, ahi, alo, bhi, blo, seg(0) * 256 - Rb * p.Ws, p.Ws);
+    for (int k = 0; k < kmax; k += 2) {
+      tz_mma<KH>(db, ahi, alo, bhi, blo, seg(k + 1) * 256 - Rb * p.Ws, p.Ws);
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      if (valid(k)) tz_store(da, y, p, seg(k), fb, wq, g, t);
+      tz_mma<KH>(da, ahi, alo, bhi, blo, seg(k + 2) * 256 - Rb * p.Ws, p.Ws);
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      if (valid(k + 1)) tz_store(db, y, p, seg(k + 1), fb, wq, g, t);
     }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  }
+}
+
+// ---- The transposed product (TZ_RS): D^T = B^T A^T, the weights as wgmma's register operand ----
+// Rows of D are (filter, phase) pairs, columns the segment's 64 groups r of 4 pixels; the band is
+// the descriptor operand with the same Toeplitz view as above (B[k][r] = band[4 r + k + kh Ws]:
+// K-major, core matrices 8 r x 16 bytes, LBO 16, SBO 128). Each warpgroup keeps its 32 filters'
+// A fragments for every kh, split hi / lo, in registers (loaded once per CTA), so a product reads
+// only the band from shared memory: 2 KB per m64n64k8 against 6 KB per m64n128k8 of the same
+// work above (round 25's question: do the operand reads slow the stores?).
+// Two m-tiles (i = 0, 1) of 64 rows; lane (wq, g, t) holds rows 16 wq + g + 8 h of each, mapped
+//   NHWC: filter 4 g + 2 i + h, phase wq  (a lane's 4 values of a column: 4 filters of a pixel),
+//   NCHW: filter 8 wq + g, phase 2 i + h  (a lane's 4 values of a column: 4 pixels of a filter).
+__device__ __forceinline__ void rs_row(const TzParams& p, int i, int h, int wq, int g, int& c, int& ph) {
+  if (p.nhwc) { c = 4 * g + 2 * i + h; ph = wq; }
+  else { c = 8 * wq + g; ph = 2 * i + h; }
+}
+
+#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
+              "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+__device__ __forceinline__ void wgmma_rs_m64n64k8(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+      "%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+      : D8(0), D8(8), D8(16), D8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+}
+#undef D8
+
+// Segment s's outputs: column r = 8 j + 2 t + e of the accumulators is pixel group 4 r of the
+// segment; v = (d0[4j+e], d0[4j+2+e], d1[4j+e], d1[4j+2+e]) are rows (i, h) = 00, 01, 10, 11.
+__device__ __forceinline__ void rs_store(const float (&d0)[32], const float (&d1)[32],
+                                         float* __restrict__ y, const TzParams& p, int s, int fb,
+                                         int wq, int g, int t) {
+  if (p.mode & 1) {  // timing: keep the sums live, store nothing
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) acc += d0[i] + d1[i];
+    if (acc == 1234.5f) y[0] = acc;
+    return;
+  }
+  // the segment's first pixel, decoded once; a column's row is then at most a few rows on
+  const int P0 = s * 256, R0 = P0 / p.Ws, c0 = P0 - R0 * p.Ws;
+  const int f = p.nhwc ? fb * 32 + 4 * g : fb * 32 + 8 * wq + g;  // NHWC: first of 4 filters
+  const bool full = p.nhwc ? (p.M & 3) == 0 && f + 3 < p.M : (p.OW & 3) == 0;  // one float4
+  // output of tall row R (filter f, column 0), or null where R is no output row
+  auto row_base = [&](int R) -> float* {
+    const int n = R / p.Hp, oy = R - n * p.Hp;
+    if (n >= p.N || oy >= p.OH || f >= p.M) return nullptr;
+    return p.nhwc ? y + ((size_t)n * p.OH + oy) * p.OW * p.M + f
+                  : y + (((size_t)n * p.M + f) * p.OH + oy) * p.OW;
+  };
+  // the wide case (Ws >= 256, a segment crosses at most one row end): both rows' bases up front
+  const bool wide = p.Ws >= 256;
+  float* base0 = wide ? row_base(R0) : nullptr;
+  float* base1 = wide ? row_base(R0 + 1) : nullptr;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      int c = c0 + 4 * (8 * j + 2 * t + e);  // the column's first pixel in its tall row
+      float* b;
+      if (wide) {
+        const bool next = c >= p.Ws;
+        c -= next ? p.Ws : 0;
+        b = next ? base1 : base0;
+      } else {
+        const int dr = c / p.Ws;
+        c -= dr * p.Ws;
+        b = row_base(R0 + dr);
+      }
+      const int ox = p.nhwc ? c + wq : c;
+      if (!b || ox >= p.OW) continue;
+      const float v[4] = {d0[4 * j + e], d0[4 * j + 2 + e], d1[4 * j + e], d1[4 * j + 2 + e]};
+      if (p.nhwc) {
+        float* o = b + (size_t)ox * p.M;
+        if (full) __stcs(reinterpret_cast<float4*>(o), make_float4(v[0], v[1], v[2], v[3]));
+        else for (int i = 0; i < 4; ++i) if (f + i < p.M) o[i] = v[i];
+      } else {
+        float* o = b + ox;
+        if (full) __stcs(reinterpret_cast<float4*>(o), make_float4(v[0], v[1], v[2], v[3]));
+        else for (int ph = 0; ph < 4; ++ph) if (ox + ph < p.OW) o[ph] = v[ph];
+      }
+    }
+  }
+}
+
+// KH = p.KH (a template parameter: see tz_mma); MINB: CTAs per SM the registers must allow.
+template <int KH, int NWG, int MINB>
+__global__ void __launch_bounds__(128 * NWG, MINB) tz_rs_kernel(const float* __restrict__ x,
+                                                               const float* __restrict__ w,
+                                                               float* __restrict__ y, TzParams p) {
+  extern __shared__ __align__(128) float smem[];
+  float* ahi = smem;                        // NB x Ws band
+  float* alo = ahi + p.NB * p.Ws;
+  float* wraw = alo + p.NB * p.Ws;          // the block's 32 filters, raw: [c][kh][kw]
+  const int fb = blockIdx.y;
+  const int s0 = blockIdx.x * p.SPT, s1 = min(s0 + p.SPT, p.S);
+  const int Rb = (s0 * 256) / p.Ws;
+  const int nb = min(p.NB, (s1 * 256 + 8) / p.Ws - Rb + p.KH);
+  const int tid = threadIdx.x;
+  const TzStamps stamp(p, NWG, tid);
+  stamp(0);
+  int bad = tz_stage<128 * NWG>(x, w, p, ahi, alo, wraw, fb, Rb, nb, tid);
+  __syncthreads();
+  const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  // this lane's A fragments: a[0..3] = rows (g, k t), (g + 8, k t), (g, k t + 4), (g + 8, k t + 4)
+  uint32_t whi[2][KH][4], wlo[2][KH][4];
+  const int taps = p.KH * p.KW;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int kh = 0; kh < KH; ++kh)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        int c, ph;
+        rs_row(p, i, q & 1, wq, g, c, ph);
+        const int tap = t + 4 * (q >> 1) - ph;
+        const float v = (tap >= 0 && tap < p.KW) ? wraw[c * taps + kh * p.KW + tap] : 0.f;
+        bad |= !(fabsf(v) <= 1e18f);
+        split_tf32(v, whi[i][kh][q], wlo[i][kh][q]);
+      }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  bad = __syncthreads_or(bad);
+  stamp(1);
+  if (bad) return;  // non-finite or huge values: direct float32 sums (prototype: none)
+  const bool stagger = (p.mode & 32) && NWG > 1;
+  int k = 0;
+  for (int s = s0 + wg; s < s1; s += NWG, ++k) {
+    if (stagger && k == 0 && wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
+    float d0[32], d1[32];
+    const int ao = s * 256 - Rb * p.Ws;
+    if (p.mode & 128) {  // timing: staging and stores only (the sums are made-up values)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        d0[i] = __int_as_float(0x3f800000 + s + i * 3 + tid);
+        d1[i] = __int_as_float(0x3f900000 + s + i * 5 + tid);
+      }
+      if (k == 0) stamp(2);
+      if (stagger && k == 0 && wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+      rs_store(d0, d1, y, p, s, fb, wq, g, t);
+      if (k == 0) stamp(3);
+      continue;
+    }
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kh = 0; kh < KH; ++kh) {
+      const uint64_t bh = desc(ahi + ao + kh * p.Ws, 16, 128), bl = desc(alo + ao + kh * p.Ws, 16, 128);
+      wgmma_rs_m64n64k8(d0, wlo[0][kh], bh, kh);
+      wgmma_rs_m64n64k8(d1, wlo[1][kh], bh, kh);
+      wgmma_rs_m64n64k8(d0, whi[0][kh], bl, 1);
+      wgmma_rs_m64n64k8(d1, whi[1][kh], bl, 1);
+      wgmma_rs_m64n64k8(d0, whi[0][kh], bh, 1);
+      wgmma_rs_m64n64k8(d1, whi[1][kh], bh, 1);
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (k == 0) stamp(2);
+    if (stagger && k == 0 && wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+    rs_store(d0, d1, y, p, s, fb, wq, g, t);
+    if (k == 0) stamp(3);
+  }
+  stamp(4);
+  if (stagger && k == 0) {  // no segment here: pass the turn on
+    if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
+    if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
   }
 }
 
@@ -552,21 +752,54 @@ static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, 
   return p;
 }
 
-static size_t smem_bytes(const TzParams& p, int nwg = 0) {
-  return (size_t(p.KH) * 2048 + size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW +
-          ((p.mode & 64) ? size_t(nwg % 10) * kStageFloats : 0) + (nwg > 30 ? 4 * 8192 : 0)) *
+// nwg: the launch code of run() (1-4 warpgroups; 11-13 two accumulator sets; 22-23 no MMAs;
+// 33-34 warp-specialized; 41-46 the transposed product: 41-44 1-4 warpgroups, 45 one warpgroup
+// with 2 CTAs per SM, 46 two warpgroups with 1)
+static bool is_ws(int nwg) { return nwg == 33 || nwg == 34; }
+static bool is_rs(int nwg) { return nwg / 10 == 4; }
+static int wg_count(int nwg) { return nwg == 45 ? 1 : nwg == 46 ? 2 : nwg % 10; }
+
+static size_t smem_bytes(const TzParams& p, int nwg) {
+  const size_t band = size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW;
+  if (is_rs(nwg)) return band * sizeof(float);
+  return (size_t(p.KH) * 2048 + band + ((p.mode & 64) ? size_t(wg_count(nwg)) * kStageFloats : 0) +
+          (is_ws(nwg) ? 4 * 8192 : 0)) *
          sizeof(float);
+}
+
+template <typename K>
+static void launch_kernel(K kernel, int threads, size_t sm, const TzParams& p, const float* x,
+                          const float* w, float* y, cudaStream_t s) {
+  static std::set<const void*> set;  // the kernels whose shared-memory limit is raised
+  if (set.insert(reinterpret_cast<const void*>(kernel)).second)
+    CKX(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+  kernel<<<dim3((p.S + p.SPT - 1) / p.SPT, p.nfb), threads, sm, s>>>(x, w, y, p);
+}
+
+// f(std::integral_constant<int, KH>) for the kernel heights instantiated (2, 3, 5)
+template <typename F>
+static void with_kh(int KH, F f) {
+  switch (KH) {
+    case 2: f(std::integral_constant<int, 2>()); break;
+    case 3: f(std::integral_constant<int, 3>()); break;
+    case 5: f(std::integral_constant<int, 5>()); break;
+    default: fprintf(stderr, "KH = %d not instantiated\n", KH); exit(2);
+  }
 }
 
 template <int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
 static void launch(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
-  const size_t sm = smem_bytes(p, WS ? 30 + NWG : NWG);
-  static bool set = false;
-  if (!set) {
-    CKX(cudaFuncSetAttribute(tz_kernel<NWG, PIPE, NOMMA, WS>, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
-    set = true;
-  }
-  tz_kernel<NWG, PIPE, NOMMA, WS><<<dim3((p.S + p.SPT - 1) / p.SPT, p.nfb), 128 * NWG, sm, s>>>(x, w, y, p);
+  with_kh(p.KH, [&](auto kh) {
+    launch_kernel(tz_kernel<decltype(kh)::value, NWG, PIPE, NOMMA, WS>, 128 * NWG,
+                  smem_bytes(p, WS ? 30 + NWG : NWG), p, x, w, y, s);
+  });
+}
+
+template <int NWG, int MINB>
+static void launch_rs(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
+  with_kh(p.KH, [&](auto kh) {
+    launch_kernel(tz_rs_kernel<decltype(kh)::value, NWG, MINB>, 128 * NWG, smem_bytes(p, 40 + NWG), p, x, w, y, s);
+  });
 }
 
 static void run(int nwg, const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
@@ -581,6 +814,12 @@ static void run(int nwg, const TzParams& p, const float* x, const float* w, floa
     case 23: launch<3, false, true>(p, x, w, y, s); break;
     case 33: launch<3, false, false, true>(p, x, w, y, s); break;
     case 34: launch<4, false, false, true>(p, x, w, y, s); break;
+    case 41: launch_rs<1, 3>(p, x, w, y, s); break;
+    case 42: launch_rs<2, 2>(p, x, w, y, s); break;
+    case 43: launch_rs<3, 1>(p, x, w, y, s); break;
+    case 44: launch_rs<4, 1>(p, x, w, y, s); break;
+    case 45: launch_rs<1, 2>(p, x, w, y, s); break;
+    case 46: launch_rs<2, 1>(p, x, w, y, s); break;
     default: launch<3, true>(p, x, w, y, s); break;
   }
 }
@@ -635,15 +874,26 @@ int main(int argc, char** argv) {
       if (std::find(spts.begin(), spts.end(), v) == spts.end()) spts.push_back(v);
     }
     for (int SPT : spts) {
-      for (int nwg : getenv("TZ_NOMMA") ? std::vector<int>{22, 23} : (getenv("TZ_WS") ? std::vector<int>{2, 33, 34} : std::vector<int>{2, 3, 4, 12, 13})) {
+      std::vector<int> nwgs = getenv("TZ_NOMMA") ? std::vector<int>{22, 23}
+                              : getenv("TZ_WS")  ? std::vector<int>{2, 33, 34}
+                                                 : std::vector<int>{2, 3, 4, 12, 13};
+      if (getenv("TZ_NWG")) {  // "2,41,43": these launch codes (see run)
+        nwgs.clear();
+        for (const char* q = getenv("TZ_NWG"); *q;) {
+          nwgs.push_back(atoi(q));
+          while (*q && *q != ',') ++q;
+          if (*q) ++q;
+        }
+      }
+      for (int nwg : nwgs) {
         TzParams p = make_params(c.N, c.H, c.W, c.M, KH, KW, pad, pad, pad, pad, c.nhwc, SPT);
         p.mode = getenv("TZ_MODE") ? atoi(getenv("TZ_MODE")) : 0;
-        if (nwg % 10 > SPT) continue;
+        if (wg_count(nwg) > SPT) continue;
         if (getenv("TZ_ONLY")) {  // "SPT,NWG": this configuration only (for a profiler)
           int a = 0, b = 0;
           if (sscanf(getenv("TZ_ONLY"), "%d,%d", &a, &b) == 2 && (a != SPT || b != nwg)) continue;
         }
-        if (nwg > 30 && (!c.nhwc || c.M % 32)) continue;
+        if (is_ws(nwg) && (!c.nhwc || c.M % 32)) continue;
         if (smem_bytes(p, nwg) > 227 * 1024) continue;
         // correctness: poison, run, sample
         CK(cudaMemset(ybig, 0xff, ny * 4));  // NaN poison
@@ -685,7 +935,7 @@ int main(int argc, char** argv) {
         std::string tls;
         if (timed && getenv("TZ_TIMELINE") && (nwg < 10 || nwg > 30)) {  // one more launch with stamps
           const int ncta = (p.S + SPT - 1) / SPT * p.nfb;
-          const size_t nst = size_t(ncta) * (nwg % 10) * 5;
+          const size_t nst = size_t(ncta) * wg_count(nwg) * kTlSlots;
           unsigned long long* dtl;
           CK(cudaMalloc(&dtl, nst * 8));
           CK(cudaMemset(dtl, 0, nst * 8));
@@ -698,15 +948,23 @@ int main(int argc, char** argv) {
           CK(cudaMemcpy(h.data(), dtl, nst * 8, cudaMemcpyDeviceToHost));
           CK(cudaFree(dtl));
           unsigned long long t0 = ~0ull, tend = 0;
-          for (size_t i = 0; i < nst; i += 5) { t0 = std::min(t0, h[i]); tend = std::max(tend, h[i + 4]); }
+          for (size_t i = 0; i < nst; i += kTlSlots) { t0 = std::min(t0, h[i]); tend = std::max(tend, h[i + 4]); }
           char buf[256];
           std::string part;
           for (int st = 0; st < 5; ++st) {  // median and max over warpgroups of each stamp
             std::vector<double> v;
-            for (size_t i = st; i < nst; i += 5) if (h[i]) v.push_back((h[i] - t0) * 1e-3);
+            for (size_t i = st; i < nst; i += kTlSlots) if (h[i]) v.push_back((h[i] - t0) * 1e-3);
             std::sort(v.begin(), v.end());
             if (v.empty()) continue;
             snprintf(buf, sizeof buf, " t%d %.2f/%.2f", st, v[v.size() / 2], v.back());
+            part += buf;
+          }
+          std::vector<double> mhz;  // SM clock per warpgroup: clocks over ns between stamps 0 and 4
+          for (size_t i = 0; i < nst; i += kTlSlots)
+            if (h[i + 4] > h[i]) mhz.push_back(1e3 * double(h[i + 6] - h[i + 5]) / double(h[i + 4] - h[i]));
+          std::sort(mhz.begin(), mhz.end());
+          if (!mhz.empty()) {
+            snprintf(buf, sizeof buf, " clock %.0f MHz (min %.0f)", mhz[mhz.size() / 2], mhz.front());
             part += buf;
           }
           tls = " | timeline (us, median/max over warpgroups: entry, setup done, 1st MMA done, 1st stores issued, last stores issued):" + part;
