@@ -18,6 +18,9 @@
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
 //   SC_WINO=1|2 (with --plans F): also time row-Winograd plans (plan[6] & 2) of 5x5 cases; 2: only those
+//   SC_CLOCK=1: while each timed graph replays, a one-warp kernel on another stream samples the
+//                       SM clock (%clock64 over %globaltimer, every ~2 us); a "[clock]" line
+//                       before the case's line gives its median (the sampler holds one warp slot)
 //   /tmp/drv --few      time the strided kernel's few-channel instances (1 < C < 8, S8) on
 //                       the few-channel set (RGB stems, C = 4 3x3/1, C = 2 5x5/2)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
@@ -338,6 +341,46 @@ struct TimeBufs {
   }
 };
 
+// SC_CLOCK: (%globaltimer, %clock64) pairs about every 2 us until the host sets *stop.
+__global__ void clock_sampler(unsigned long long* out, int n, const volatile int* stop) {
+  for (int i = 0; i < n && !*stop; ++i) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    out[2 * i] = t;
+    out[2 * i + 1] = clock64();
+    __nanosleep(2000);
+  }
+}
+
+// Runs body() with clock_sampler beside it and prints the median SM clock over the samples.
+template <class Body>
+static void with_clock_sampler(Body body) {
+  constexpr int n = 1 << 16;
+  int* stop;  // host-mapped flag
+  unsigned long long* dev;
+  CK(cudaHostAlloc(&stop, sizeof(int), cudaHostAllocMapped));
+  *stop = 0;
+  int* dstop;
+  CK(cudaHostGetDevicePointer(&dstop, stop, 0));
+  CK(cudaMalloc(&dev, 2 * n * sizeof(unsigned long long)));
+  CK(cudaMemset(dev, 0, 2 * n * sizeof(unsigned long long)));
+  cudaStream_t ss; CK(cudaStreamCreateWithFlags(&ss, cudaStreamNonBlocking));
+  clock_sampler<<<1, 1, 0, ss>>>(dev, n, dstop);
+  body();
+  *stop = 1;
+  CK(cudaStreamSynchronize(ss));
+  std::vector<unsigned long long> h(2 * n);
+  CK(cudaMemcpy(h.data(), dev, h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  std::vector<double> mhz;
+  for (int i = 1; i < n && h[2 * i]; ++i)
+    if (h[2 * i] > h[2 * i - 2]) mhz.push_back(1e3 * double(h[2 * i + 1] - h[2 * i - 1]) / double(h[2 * i] - h[2 * i - 2]));
+  std::sort(mhz.begin(), mhz.end());
+  if (!mhz.empty())
+    printf("  [clock] median %.0f MHz (p10 %.0f, p90 %.0f) over %zu intervals\n", mhz[mhz.size() / 2],
+           mhz[mhz.size() / 10], mhz[mhz.size() * 9 / 10], mhz.size());
+  CK(cudaStreamDestroy(ss)); CK(cudaFree(dev)); CK(cudaFreeHost(stop));
+}
+
 // Median time per launch: each sample is one CUDA graph of R launches (launch(r, stream) for
 // r < R, one per buffer set), divided by R.
 template <class Launch>
@@ -351,11 +394,15 @@ static double graph_time_us(int R, int samples, Launch launch) {
   CK(cudaGraphInstantiate(&gexec, graph, 0));
   CK(cudaGraphLaunch(gexec, st)); CK(cudaStreamSynchronize(st));
   std::vector<double> ts;
-  for (int s = 0; s < samples; ++s) {
-    CK(cudaEventRecord(e0, st)); CK(cudaGraphLaunch(gexec, st));
-    CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); ts.push_back(ms * 1e3 / R);
-  }
+  auto replays = [&] {
+    for (int s = 0; s < samples; ++s) {
+      CK(cudaEventRecord(e0, st)); CK(cudaGraphLaunch(gexec, st));
+      CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
+      float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); ts.push_back(ms * 1e3 / R);
+    }
+  };
+  if (std::getenv("SC_CLOCK")) with_clock_sampler(replays);
+  else replays();
   CK(cudaGraphExecDestroy(gexec)); CK(cudaGraphDestroy(graph)); CK(cudaStreamDestroy(st));
   CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
   std::sort(ts.begin(), ts.end());
