@@ -5,7 +5,8 @@
 // share of a 33 MB output, the b1 512^2 M = 32 layers' size), warps 4-7 (one warpgroup) only
 // compute, KIND: 1 mma.sync m16n8k8 tf32 with every operand in registers (no shared memory),
 // 2 FFMA chains in registers, 3 wgmma m64n128k8 tf32 with both operands in shared memory (6 KB
-// read per instruction, as the Toeplitz kernel), 4 the same with A from registers (4 KB read). Per configuration: the time per launch (graph
+// read per instruction, as the Toeplitz kernel), 4 the same with A from registers (4 KB read);
+// KINDS bit 16: the store data from a shared-memory ring, by ld.shared or by bulk copies (SRC). Per configuration: the time per launch (graph
 // of 20 launches over rotating outputs, median of 7 replays), the stores' span (median over
 // CTAs of the store warpgroup's first to last issue), and the SM clock (%clock64 over
 // %globaltimer across the kernel, median over CTAs).
@@ -64,18 +65,42 @@ __device__ __forceinline__ uint64_t desc(const void* smem, uint32_t lbo, uint32_
 
 // stamps per CTA: [0, 1] store warpgroup first / last issue (globaltimer), [2, 3] kernel entry
 // (globaltimer, clock64) of thread 0, [4, 5] the same at the end of thread 0's work.
-template <int KIND>
+// SRC: where the store warpgroup's data comes from. 0 registers (a constant); 1 a 32 KB
+// shared-memory ring, one 16-byte ld.shared per 16-byte store (as a warp-specialized kernel's
+// store warps would read the MMA warps' outputs); 2 the same ring written out by the bulk-copy
+// engine (cp.async.bulk, 4 KB per copy, issued by one thread, at most 8 copies unread).
+template <int KIND, int SRC = 0>
 __global__ void __launch_bounds__(kThreads, 1) probe(float4* __restrict__ y, size_t n4, int iters,
                                                      unsigned long long* st, float* sink) {
   __shared__ __align__(128) float ops[3 * 1024];  // wgmma: A 64 x 8 (2 KB), B 128 x 8 (4 KB)
+  __shared__ __align__(128) float4 ring[SRC ? 2048 : 1];
   const int tid = threadIdx.x;
   unsigned long long* s = st + blockIdx.x * 6;
   if (tid == 0) { s[2] = gtimer(); s[3] = clock64(); }
   if (tid < 128) {  // the store warpgroup: this CTA's contiguous share
     const size_t per = (n4 + gridDim.x - 1) / gridDim.x, b = blockIdx.x * per, e = min(n4, b + per);
     const float4 v = make_float4(1.f, 2.f, 3.f, float(tid));
+    if constexpr (SRC > 0) {
+      for (int i = tid; i < 2048; i += 128) ring[i] = make_float4(float(i), 1.f, 2.f, 3.f);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    }
     if (tid == 0) s[0] = gtimer();
-    for (size_t i = b + tid; i < e; i += 128) __stcs(y + i, v);
+    if constexpr (SRC == 0) {
+      for (size_t i = b + tid; i < e; i += 128) __stcs(y + i, v);
+    } else if constexpr (SRC == 1) {
+      for (size_t i = b + tid; i < e; i += 128) __stcs(y + i, ring[(i - b) & 2047]);
+    } else if (tid == 0) {
+      const uint32_t sring = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+      for (size_t off = b; off < e; off += 256) {  // 256 float4 = 4 KB per copy
+        const uint32_t bytes = uint32_t((e - off < 256 ? e - off : 256) * 16);
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(y + off),
+                     "r"(sring + uint32_t(((off - b) & 2047) * 16)), "r"(bytes) : "memory");
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 7;\n" ::: "memory");
+      }
+      asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    }
     if (tid == 0) { s[1] = gtimer(); s[4] = gtimer(); s[5] = clock64(); }
     return;
   }
@@ -125,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe(float4* __restrict__ y, siz
   }
 }
 
-template <int KIND>
+template <int KIND, int SRC = 0>
 static int run_kind(const char* name, int sms, float4* ybig, size_t n4, int nrot, const std::vector<int>& iters_list,
                     unsigned long long* dst, float* sink, cudaStream_t s) {
   for (int iters : iters_list)
@@ -134,12 +159,12 @@ static int run_kind(const char* name, int sms, float4* ybig, size_t n4, int nrot
       const size_t m4 = stores ? n4 : 0;
       float us = 0.f;
       if (time_graph(s, 20, 7, [&](int i) {
-            probe<KIND><<<sms, kThreads, 0, s>>>(ybig + (i % nrot) * n4, m4, iters, dst, sink);
+            probe<KIND, SRC><<<sms, kThreads, 0, s>>>(ybig + (i % nrot) * n4, m4, iters, dst, sink);
           }, &us))
         return 1;
       // one more launch for the stamps
       CK(cudaMemset(dst, 0, sms * 6 * 8));
-      probe<KIND><<<sms, kThreads, 0, s>>>(ybig, m4, iters, dst, sink);
+      probe<KIND, SRC><<<sms, kThreads, 0, s>>>(ybig, m4, iters, dst, sink);
       CK(cudaStreamSynchronize(s));
       std::vector<unsigned long long> h(sms * 6);
       CK(cudaMemcpy(h.data(), dst, h.size() * 8, cudaMemcpyDeviceToHost));
@@ -175,11 +200,19 @@ int main() {
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   printf("%d SMs, %zu-byte output (b1 512^2 K5 M32), one CTA of %d threads per SM\n", sms, bytes, kThreads);
-  const int sel = getenv("KINDS") ? atoi(getenv("KINDS")) : 15;  // bit k-1: run KIND k
+  const int sel = getenv("KINDS") ? atoi(getenv("KINDS")) : 31;  // bit k-1: run KIND k
   if (run_kind<0>("stores only", sms, ybig, n4, nrot, {0}, dst, sink, s)) return 1;
   if ((sel & 1) && run_kind<1>("mma.sync tf32 (regs)", sms, ybig, n4, nrot, {500, 1000, 2000}, dst, sink, s)) return 1;
   if ((sel & 2) && run_kind<2>("ffma (regs)", sms, ybig, n4, nrot, {250, 500, 1000}, dst, sink, s)) return 1;
   if ((sel & 4) && run_kind<3>("wgmma tf32 (smem)", sms, ybig, n4, nrot, {50, 100, 200}, dst, sink, s)) return 1;
   if ((sel & 8) && run_kind<4>("wgmma tf32 RS", sms, ybig, n4, nrot, {50, 100, 200}, dst, sink, s)) return 1;
+  if (sel & 16) {  // the store data from shared memory (SRC 1) or by bulk copies (SRC 2)
+    if (run_kind<0, 1>("ld.shared stores only", sms, ybig, n4, nrot, {0}, dst, sink, s)) return 1;
+    if (run_kind<3, 1>("ld.shared + wgmma SS", sms, ybig, n4, nrot, {100}, dst, sink, s)) return 1;
+    if (run_kind<4, 1>("ld.shared + wgmma RS", sms, ybig, n4, nrot, {100}, dst, sink, s)) return 1;
+    if (run_kind<0, 2>("bulk stores only", sms, ybig, n4, nrot, {0}, dst, sink, s)) return 1;
+    if (run_kind<3, 2>("bulk + wgmma SS", sms, ybig, n4, nrot, {100}, dst, sink, s)) return 1;
+    if (run_kind<4, 2>("bulk + wgmma RS", sms, ybig, n4, nrot, {100}, dst, sink, s)) return 1;
+  }
   return 0;
 }
