@@ -1,7 +1,8 @@
 // Prototype: the single-channel convolution as a 3xTF32 wgmma GEMM whose A operand is the
 // staged input band itself (a Toeplitz view through the shared-memory descriptor), sm_90a.
 // Measured and not taken (benchmarks/notes/single_channel.md, rounds 25 and 26); round 26 added
-// the transposed product (tz_rs_kernel: the weights as wgmma's register operand).
+// the transposed product (tz_rs_kernel: the weights as wgmma's register operand) and a
+// warp-specialized kernel with it as producer (tz_ws_rs_kernel).
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a \
 //        -o /tmp/tz benchmarks/notes/sc_wgmma_toeplitz.cu && /tmp/tz
@@ -328,6 +329,52 @@ __device__ __forceinline__ int tz_stage(const float* __restrict__ x, const float
   return bad;
 }
 
+// Warp-specialized kernels' store warpgroup cw of NC: segments k = cw, cw + NC, ... of the CTA's
+// nseg, each from producer k % 2's slot (k / 2) % 2 ([pixel][32 filters], 16-byte chunks
+// XOR-swizzled by pixel % 8), 512 contiguous bytes per warp instruction. Named barriers: 1 + slot
+// "full" (the producer arrives, we wait), 5 + slot "empty" (we arrive, the producer waits).
+template <int NC>
+__device__ __forceinline__ void ws_consume(const float* slots, float* __restrict__ y, const TzParams& p,
+                                           int s0, int nseg, int fb, int cw, int tid,
+                                           const TzStamps& stamp) {
+  const int lt = tid & 127, c = lt & 7;
+  for (int k = cw; k < nseg; k += NC) {
+    const int j = k >> 1, slot = (k & 1) * 2 + (j & 1);
+    const float* buf = slots + slot * 8192;
+    asm volatile("bar.sync %0, 256;\n" ::"r"(1 + slot) : "memory");
+    if (k == cw) stamp(2);
+    const int P0 = (s0 + k) * 256, R0 = P0 / p.Ws, ox0 = P0 - R0 * p.Ws;
+    if (ox0 + 256 <= p.Ws) {  // the segment lies in one tall row: one base, no division
+      const int n = R0 / p.Hp, oy = R0 - n * p.Hp;
+      if (n < p.N && oy < p.OH) {
+        float* row = y + ((size_t)n * p.OH + oy) * p.OW * p.M + fb * 32 + 4 * c;
+        const int valid = p.OW - ox0;  // pixels of the segment inside the output row
+#pragma unroll 4
+        for (int it = 0; it < 16; ++it) {
+          const int lp = it * 16 + (lt >> 3);
+          const float4 v =
+              *reinterpret_cast<const float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2));
+          if (lp < valid) __stcs(reinterpret_cast<float4*>(row + (size_t)(ox0 + lp) * p.M), v);
+        }
+      }
+    } else {
+#pragma unroll 4
+      for (int it = 0; it < 16; ++it) {
+        const int lp = it * 16 + (lt >> 3);
+        const float4 v = *reinterpret_cast<const float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2));
+        int ox = ox0 + lp, R = R0;
+        while (ox >= p.Ws) { ox -= p.Ws; ++R; }
+        const int n = R / p.Hp, oy = R - n * p.Hp;
+        if (n < p.N && oy < p.OH && ox < p.OW)
+          __stcs(reinterpret_cast<float4*>(y + (((size_t)n * p.OH + oy) * p.OW + ox) * p.M +
+                                           fb * 32 + 4 * c), v);
+      }
+    }
+    if (k + 4 < nseg) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 + slot) : "memory");
+    if (k == cw) stamp(3);
+  }
+}
+
 // Mode 64: the segment's outputs go through a shared-memory buffer and leave by bulk copies
 // (cp.async.bulk, the copy engine drains them while the warpgroup runs its next wgmmas).
 // NHWC (M = 32): buffer[pixel][32], one copy per run of pixels within an output row;
@@ -475,43 +522,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
       }
     } else {
       // consumers: warpgroup 2 (and 3) store the segments of producer 0 (and 1), or all of them
-      constexpr int NC = NWG - 2;
-      const int cw = wg - 2, lt = tid & 127, c = lt & 7;
-      for (int k = cw; k < nseg; k += NC) {
-        const int j = k >> 1, slot = (k & 1) * 2 + (j & 1);
-        const float* buf = slots + slot * 8192;
-        asm volatile("bar.sync %0, 256;\n" ::"r"(1 + slot) : "memory");
-        if (k == cw) stamp(2);
-        const int P0 = (s0 + k) * 256, R0 = P0 / p.Ws, ox0 = P0 - R0 * p.Ws;
-        if (ox0 + 256 <= p.Ws) {  // the segment lies in one tall row: one base, no division
-          const int n = R0 / p.Hp, oy = R0 - n * p.Hp;
-          if (n < p.N && oy < p.OH) {
-            float* row = y + ((size_t)n * p.OH + oy) * p.OW * p.M + fb * 32 + 4 * c;
-            const int valid = p.OW - ox0;  // pixels of the segment inside the output row
-#pragma unroll 4
-            for (int it = 0; it < 16; ++it) {
-              const int lp = it * 16 + (lt >> 3);
-              const float4 v =
-                  *reinterpret_cast<const float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2));
-              if (lp < valid) __stcs(reinterpret_cast<float4*>(row + (size_t)(ox0 + lp) * p.M), v);
-            }
-          }
-        } else {
-#pragma unroll 4
-          for (int it = 0; it < 16; ++it) {
-            const int lp = it * 16 + (lt >> 3);
-            const float4 v = *reinterpret_cast<const float4*>(buf + lp * 32 + ((c ^ (lp & 7)) << 2));
-            int ox = ox0 + lp, R = R0;
-            while (ox >= p.Ws) { ox -= p.Ws; ++R; }
-            const int n = R / p.Hp, oy = R - n * p.Hp;
-            if (n < p.N && oy < p.OH && ox < p.OW)
-              __stcs(reinterpret_cast<float4*>(y + (((size_t)n * p.OH + oy) * p.OW + ox) * p.M +
-                                               fb * 32 + 4 * c), v);
-          }
-        }
-        if (k + 4 < nseg) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 + slot) : "memory");
-        if (k == cw) stamp(3);
-      }
+      ws_consume<NWG - 2>(slots, y, p, s0, nseg, fb, wg - 2, tid, stamp);
     }
     stamp(4);
     return;
@@ -595,6 +606,49 @@ __device__ __forceinline__ void wgmma_rs_m64n64k8(float (&d)[32], const uint32_t
 }
 #undef D8
 
+// This lane's A fragments for every kh, split hi / lo: a[0..3] = rows (g, k t), (g + 8, k t),
+// (g, k t + 4), (g + 8, k t + 4) of m-tile i (rows mapped by rs_row). Returns nonzero where a
+// weight is non-finite or huge.
+template <int KH>
+__device__ __forceinline__ int rs_load_weights(const TzParams& p, const float* wraw, int wq, int g, int t,
+                                               uint32_t (&whi)[2][KH][4], uint32_t (&wlo)[2][KH][4]) {
+  int bad = 0;
+  const int taps = p.KH * p.KW;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int kh = 0; kh < KH; ++kh)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        int c, ph;
+        rs_row(p, i, q & 1, wq, g, c, ph);
+        const int tap = t + 4 * (q >> 1) - ph;
+        const float v = (tap >= 0 && tap < p.KW) ? wraw[c * taps + kh * p.KW + tap] : 0.f;
+        bad |= !(fabsf(v) <= 1e18f);
+        split_tf32(v, whi[i][kh][q], wlo[i][kh][q]);
+      }
+  return bad;
+}
+
+// One segment's products (band offset ao) into d0, d1: 3xTF32, 6 KH wgmmas (commit, then wait).
+template <int KH>
+__device__ __forceinline__ void rs_mma(float (&d0)[32], float (&d1)[32], const uint32_t (&whi)[2][KH][4],
+                                       const uint32_t (&wlo)[2][KH][4], const float* ahi, const float* alo,
+                                       int ao, int Ws) {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const uint64_t bh = desc(ahi + ao + kh * Ws, 16, 128), bl = desc(alo + ao + kh * Ws, 16, 128);
+    wgmma_rs_m64n64k8(d0, wlo[0][kh], bh, kh);
+    wgmma_rs_m64n64k8(d1, wlo[1][kh], bh, kh);
+    wgmma_rs_m64n64k8(d0, whi[0][kh], bl, 1);
+    wgmma_rs_m64n64k8(d1, whi[1][kh], bl, 1);
+    wgmma_rs_m64n64k8(d0, whi[0][kh], bh, 1);
+    wgmma_rs_m64n64k8(d1, whi[1][kh], bh, 1);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
 // Segment s's outputs: column r = 8 j + 2 t + e of the accumulators is pixel group 4 r of the
 // segment; v = (d0[4j+e], d0[4j+2+e], d1[4j+e], d1[4j+2+e]) are rows (i, h) = 00, 01, 10, 11.
 __device__ __forceinline__ void rs_store(const float (&d0)[32], const float (&d1)[32],
@@ -672,22 +726,8 @@ __global__ void __launch_bounds__(128 * NWG, MINB) tz_rs_kernel(const float* __r
   int bad = tz_stage<128 * NWG>(x, w, p, ahi, alo, wraw, fb, Rb, nb, tid);
   __syncthreads();
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  // this lane's A fragments: a[0..3] = rows (g, k t), (g + 8, k t), (g, k t + 4), (g + 8, k t + 4)
   uint32_t whi[2][KH][4], wlo[2][KH][4];
-  const int taps = p.KH * p.KW;
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int kh = 0; kh < KH; ++kh)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        int c, ph;
-        rs_row(p, i, q & 1, wq, g, c, ph);
-        const int tap = t + 4 * (q >> 1) - ph;
-        const float v = (tap >= 0 && tap < p.KW) ? wraw[c * taps + kh * p.KW + tap] : 0.f;
-        bad |= !(fabsf(v) <= 1e18f);
-        split_tf32(v, whi[i][kh][q], wlo[i][kh][q]);
-      }
+  bad |= rs_load_weights<KH>(p, wraw, wq, g, t, whi, wlo);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   bad = __syncthreads_or(bad);
   stamp(1);
@@ -710,18 +750,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) tz_rs_kernel(const float* __r
       if (k == 0) stamp(3);
       continue;
     }
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int kh = 0; kh < KH; ++kh) {
-      const uint64_t bh = desc(ahi + ao + kh * p.Ws, 16, 128), bl = desc(alo + ao + kh * p.Ws, 16, 128);
-      wgmma_rs_m64n64k8(d0, wlo[0][kh], bh, kh);
-      wgmma_rs_m64n64k8(d1, wlo[1][kh], bh, kh);
-      wgmma_rs_m64n64k8(d0, whi[0][kh], bl, 1);
-      wgmma_rs_m64n64k8(d1, whi[1][kh], bl, 1);
-      wgmma_rs_m64n64k8(d0, whi[0][kh], bh, 1);
-      wgmma_rs_m64n64k8(d1, whi[1][kh], bh, 1);
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    rs_mma<KH>(d0, d1, whi, wlo, ahi, alo, ao, p.Ws);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (k == 0) stamp(2);
     if (stagger && k == 0 && wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
@@ -733,6 +762,73 @@ __global__ void __launch_bounds__(128 * NWG, MINB) tz_rs_kernel(const float* __r
     if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
     if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
   }
+}
+
+// ---- Warp-specialized with the transposed product (launch codes 53, 54) ----
+// Round 26's probe: an SM's streaming stores keep their rate beside wgmmas whose A operand is in
+// registers, and beside ld.shared reads of a hand-off ring. So: warpgroups 0 and 1 (producers,
+// registers raised by setmaxnreg) run the transposed product (weights in registers) and park
+// each segment's outputs in one of their two slots, as round 25's warp-specialized kernel did;
+// NC store warpgroups (registers lowered) write them out (ws_consume). NHWC, M % 32 == 0.
+template <int KH, int NC>
+__global__ void __launch_bounds__(128 * (2 + NC), 1) tz_ws_rs_kernel(const float* __restrict__ x,
+                                                                   const float* __restrict__ w,
+                                                                   float* __restrict__ y, TzParams p) {
+  constexpr int NWG = 2 + NC;
+  // registers per thread: producers and consumers together fill the 64 K register file
+  constexpr int kProdRegs = NC == 1 ? 232 : 216, kConsRegs = 40;
+  extern __shared__ __align__(128) float smem[];
+  float* ahi = smem;                        // NB x Ws band
+  float* alo = ahi + p.NB * p.Ws;
+  float* wraw = alo + p.NB * p.Ws;          // the block's 32 filters, raw: [c][kh][kw]
+  float* slots = wraw + 32 * p.KH * p.KW;   // 4 x [256 pixels][32 filters]
+  const int fb = blockIdx.y;
+  const int s0 = blockIdx.x * p.SPT, s1 = min(s0 + p.SPT, p.S), nseg = s1 - s0;
+  const int Rb = (s0 * 256) / p.Ws;
+  const int nb = min(p.NB, (s1 * 256 + 8) / p.Ws - Rb + p.KH);
+  const int tid = threadIdx.x;
+  const TzStamps stamp(p, NWG, tid);
+  stamp(0);
+  int bad = tz_stage<128 * NWG>(x, w, p, ahi, alo, wraw, fb, Rb, nb, tid);
+  __syncthreads();
+  for (int i = tid; i < 32 * p.KH * p.KW; i += 128 * NWG) bad |= !(fabsf(wraw[i]) <= 1e18f);
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  bad = __syncthreads_or(bad);
+  stamp(1);
+  if (bad) return;  // non-finite or huge values: direct float32 sums (prototype: none)
+  const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  if (wg < 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kProdRegs));
+    uint32_t whi[2][KH][4], wlo[2][KH][4];
+    rs_load_weights<KH>(p, wraw, wq, g, t, whi, wlo);
+    int j = 0;
+    for (int k = wg; k < nseg; k += 2, ++j) {
+      const int slot = wg * 2 + (j & 1);
+      float* buf = slots + slot * 8192;
+      if (j == 0 && wg == 1) asm volatile("bar.sync 9, 256;\n" ::: "memory");  // staggered start
+      float d0[32], d1[32];
+      rs_mma<KH>(d0, d1, whi, wlo, ahi, alo, (s0 + k) * 256 - Rb * p.Ws, p.Ws);
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      if (j == 0) stamp(2);
+      if (j == 0 && wg == 0 && nseg > 1) asm volatile("bar.arrive 9, 256;\n" ::: "memory");
+      if (j >= 2) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + slot) : "memory");  // slot free
+      // column r = 8 jj + 2 t + e is pixel 4 r + wq; lane g holds its filters 4 g .. 4 g + 3
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int lp = 4 * (8 * jj + 2 * t + e) + wq;
+          *reinterpret_cast<float4*>(buf + lp * 32 + ((g ^ (lp & 7)) << 2)) =
+              make_float4(d0[4 * jj + e], d0[4 * jj + 2 + e], d1[4 * jj + e], d1[4 * jj + 2 + e]);
+        }
+      asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + slot) : "memory");  // slot full
+      if (j == 0) stamp(3);
+    }
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kConsRegs));
+    ws_consume<NC>(slots, y, p, s0, nseg, fb, wg - 2, tid, stamp);
+  }
+  stamp(4);
 }
 
 static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, int pb, int pl,
@@ -754,14 +850,16 @@ static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, 
 
 // nwg: the launch code of run() (1-4 warpgroups; 11-13 two accumulator sets; 22-23 no MMAs;
 // 33-34 warp-specialized; 41-46 the transposed product: 41-44 1-4 warpgroups, 45 one warpgroup
-// with 2 CTAs per SM, 46 two warpgroups with 1)
-static bool is_ws(int nwg) { return nwg == 33 || nwg == 34; }
+// with 2 CTAs per SM, 46 two warpgroups with 1; 53-54 warp-specialized with the transposed
+// product, 1 or 2 store warpgroups)
+static bool is_ws(int nwg) { return nwg == 33 || nwg == 34 || nwg == 53 || nwg == 54; }
 static bool is_rs(int nwg) { return nwg / 10 == 4; }
-static int wg_count(int nwg) { return nwg == 45 ? 1 : nwg == 46 ? 2 : nwg % 10; }
+static int wg_count(int nwg) { return nwg == 45 ? 1 : nwg == 46 ? 2 : nwg == 53 ? 3 : nwg == 54 ? 4 : nwg % 10; }
 
 static size_t smem_bytes(const TzParams& p, int nwg) {
   const size_t band = size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW;
   if (is_rs(nwg)) return band * sizeof(float);
+  if (nwg / 10 == 5) return (band + 4 * 8192) * sizeof(float);
   return (size_t(p.KH) * 2048 + band + ((p.mode & 64) ? size_t(wg_count(nwg)) * kStageFloats : 0) +
           (is_ws(nwg) ? 4 * 8192 : 0)) *
          sizeof(float);
@@ -795,6 +893,13 @@ static void launch(const TzParams& p, const float* x, const float* w, float* y, 
   });
 }
 
+template <int NC>
+static void launch_ws_rs(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
+  with_kh(p.KH, [&](auto kh) {
+    launch_kernel(tz_ws_rs_kernel<decltype(kh)::value, NC>, 128 * (2 + NC), smem_bytes(p, 52 + NC), p, x, w, y, s);
+  });
+}
+
 template <int NWG, int MINB>
 static void launch_rs(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
   with_kh(p.KH, [&](auto kh) {
@@ -820,6 +925,8 @@ static void run(int nwg, const TzParams& p, const float* x, const float* w, floa
     case 44: launch_rs<4, 1>(p, x, w, y, s); break;
     case 45: launch_rs<1, 2>(p, x, w, y, s); break;
     case 46: launch_rs<2, 1>(p, x, w, y, s); break;
+    case 53: launch_ws_rs<1>(p, x, w, y, s); break;
+    case 54: launch_ws_rs<2>(p, x, w, y, s); break;
     default: launch<3, true>(p, x, w, y, s); break;
   }
 }
