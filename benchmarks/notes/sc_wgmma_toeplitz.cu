@@ -329,6 +329,32 @@ __device__ __forceinline__ int tz_stage(const float* __restrict__ x, const float
   return bad;
 }
 
+// A CTA's tile: its band (hi / lo copies, NB x Ws each, at `band` in shared memory) and its 32
+// raw filters after it, the filter block, its segments [s0, s1), the tall row of band row 0 and
+// the band rows staged.
+struct TzTile {
+  float *ahi, *alo, *wraw;
+  int fb, s0, s1, Rb, nb;
+};
+
+// Fills c for this CTA and stages its band and filters (tz_stage), then __syncthreads; returns
+// nonzero where a staged band value is non-finite or huge.
+template <int NT>
+__device__ __forceinline__ int tz_begin(const float* __restrict__ x, const float* __restrict__ w,
+                                        const TzParams& p, float* band, int tid, TzTile& c) {
+  c.ahi = band;
+  c.alo = band + p.NB * p.Ws;
+  c.wraw = c.alo + p.NB * p.Ws;
+  c.fb = blockIdx.y;
+  c.s0 = blockIdx.x * p.SPT;
+  c.s1 = min(c.s0 + p.SPT, p.S);
+  c.Rb = (c.s0 * 256) / p.Ws;
+  c.nb = min(p.NB, (c.s1 * 256 + 8) / p.Ws - c.Rb + p.KH);
+  const int bad = tz_stage<NT>(x, w, p, c.ahi, c.alo, c.wraw, c.fb, c.Rb, c.nb, tid);
+  __syncthreads();
+  return bad;
+}
+
 // Warp-specialized kernels' store warpgroup cw of NC: segments k = cw, cw + NC, ... of the CTA's
 // nseg, each from producer k % 2's slot (k / 2) % 2 ([pixel][32 filters], 16-byte chunks
 // XOR-swizzled by pixel % 8), 512 contiguous bytes per warp instruction. Named barriers: 1 + slot
@@ -713,18 +739,13 @@ __global__ void __launch_bounds__(128 * NWG, MINB) tz_rs_kernel(const float* __r
                                                                const float* __restrict__ w,
                                                                float* __restrict__ y, TzParams p) {
   extern __shared__ __align__(128) float smem[];
-  float* ahi = smem;                        // NB x Ws band
-  float* alo = ahi + p.NB * p.Ws;
-  float* wraw = alo + p.NB * p.Ws;          // the block's 32 filters, raw: [c][kh][kw]
-  const int fb = blockIdx.y;
-  const int s0 = blockIdx.x * p.SPT, s1 = min(s0 + p.SPT, p.S);
-  const int Rb = (s0 * 256) / p.Ws;
-  const int nb = min(p.NB, (s1 * 256 + 8) / p.Ws - Rb + p.KH);
   const int tid = threadIdx.x;
   const TzStamps stamp(p, NWG, tid);
   stamp(0);
-  int bad = tz_stage<128 * NWG>(x, w, p, ahi, alo, wraw, fb, Rb, nb, tid);
-  __syncthreads();
+  TzTile c;  // band and raw filters from smem[0]
+  int bad = tz_begin<128 * NWG>(x, w, p, smem, tid, c);
+  const float *ahi = c.ahi, *alo = c.alo, *wraw = c.wraw;
+  const int fb = c.fb, s0 = c.s0, s1 = c.s1, Rb = c.Rb;
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
   uint32_t whi[2][KH][4], wlo[2][KH][4];
   bad |= rs_load_weights<KH>(p, wraw, wq, g, t, whi, wlo);
@@ -778,19 +799,14 @@ __global__ void __launch_bounds__(128 * (2 + NC), 1) tz_ws_rs_kernel(const float
   // registers per thread: producers and consumers together fill the 64 K register file
   constexpr int kProdRegs = NC == 1 ? 232 : 216, kConsRegs = 40;
   extern __shared__ __align__(128) float smem[];
-  float* ahi = smem;                        // NB x Ws band
-  float* alo = ahi + p.NB * p.Ws;
-  float* wraw = alo + p.NB * p.Ws;          // the block's 32 filters, raw: [c][kh][kw]
-  float* slots = wraw + 32 * p.KH * p.KW;   // 4 x [256 pixels][32 filters]
-  const int fb = blockIdx.y;
-  const int s0 = blockIdx.x * p.SPT, s1 = min(s0 + p.SPT, p.S), nseg = s1 - s0;
-  const int Rb = (s0 * 256) / p.Ws;
-  const int nb = min(p.NB, (s1 * 256 + 8) / p.Ws - Rb + p.KH);
   const int tid = threadIdx.x;
   const TzStamps stamp(p, NWG, tid);
   stamp(0);
-  int bad = tz_stage<128 * NWG>(x, w, p, ahi, alo, wraw, fb, Rb, nb, tid);
-  __syncthreads();
+  TzTile c;  // band and raw filters from smem[0], then 4 slots of [256 pixels][32 filters]
+  int bad = tz_begin<128 * NWG>(x, w, p, smem, tid, c);
+  const float *ahi = c.ahi, *alo = c.alo, *wraw = c.wraw;
+  float* slots = c.wraw + 32 * p.KH * p.KW;
+  const int fb = c.fb, s0 = c.s0, nseg = c.s1 - c.s0, Rb = c.Rb;
   for (int i = tid; i < 32 * p.KH * p.KW; i += 128 * NWG) bad |= !(fabsf(wraw[i]) <= 1e18f);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   bad = __syncthreads_or(bad);
