@@ -675,6 +675,34 @@ __device__ __forceinline__ void rs_mma(float (&d0)[32], float (&d1)[32], const u
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 
+// rs_store's helpers. Output of tall row R for filter f (column 0), or null where R is no
+// output row.
+__device__ __forceinline__ float* rs_row_base(const TzParams& p, float* y, int R, int f) {
+  const int n = R / p.Hp, oy = R - n * p.Hp;
+  if (n >= p.N || oy >= p.OH || f >= p.M) return nullptr;
+  return p.nhwc ? y + ((size_t)n * p.OH + oy) * p.OW * p.M + f : y + (((size_t)n * p.M + f) * p.OH + oy) * p.OW;
+}
+
+// Any column (rows narrower than 256 pixels, a partial filter group or row): out of line, so that
+// the unrolled loop stays small.
+__device__ __noinline__ void rs_store_slow(const TzParams& p, float* y, int R0, int c, int f, int wq, float4 v) {
+  const int dr = c / p.Ws;
+  c -= dr * p.Ws;
+  float* b = rs_row_base(p, y, R0 + dr, f);
+  const int ox = p.nhwc ? c + wq : c;
+  if (!b || ox >= p.OW) return;
+  const float vv[4] = {v.x, v.y, v.z, v.w};
+  if (p.nhwc) {
+    float* o = b + (size_t)ox * p.M;
+    for (int i = 0; i < 4; ++i)
+      if (f + i < p.M) o[i] = vv[i];
+  } else {
+    float* o = b + ox;
+    for (int ph = 0; ph < 4; ++ph)
+      if (ox + ph < p.OW) o[ph] = vv[ph];
+  }
+}
+
 // Segment s's outputs: column r = 8 j + 2 t + e of the accumulators is pixel group 4 r of the
 // segment; v = (d0[4j+e], d0[4j+2+e], d1[4j+e], d1[4j+2+e]) are rows (i, h) = 00, 01, 10, 11.
 __device__ __forceinline__ void rs_store(const float (&d0)[32], const float (&d1)[32],
@@ -687,48 +715,31 @@ __device__ __forceinline__ void rs_store(const float (&d0)[32], const float (&d1
     if (acc == 1234.5f) y[0] = acc;
     return;
   }
-  // the segment's first pixel, decoded once; a column's row is then at most a few rows on
+  // the segment's first pixel, decoded once; a column's row is then at most a few rows on.
+  // The unrolled column loop holds only the common path (rows of >= 256 pixels, whole float4s):
+  // with every case inline the kernel's code outgrew the instruction cache (ncu, round 26: 6.6
+  // cycles of "no instruction" stall per issued instruction against 0.4 in the single-set kernel).
   const int P0 = s * 256, R0 = P0 / p.Ws, c0 = P0 - R0 * p.Ws;
   const int f = p.nhwc ? fb * 32 + 4 * g : fb * 32 + 8 * wq + g;  // NHWC: first of 4 filters
   const bool full = p.nhwc ? (p.M & 3) == 0 && f + 3 < p.M : (p.OW & 3) == 0;  // one float4
-  // output of tall row R (filter f, column 0), or null where R is no output row
-  auto row_base = [&](int R) -> float* {
-    const int n = R / p.Hp, oy = R - n * p.Hp;
-    if (n >= p.N || oy >= p.OH || f >= p.M) return nullptr;
-    return p.nhwc ? y + ((size_t)n * p.OH + oy) * p.OW * p.M + f
-                  : y + (((size_t)n * p.M + f) * p.OH + oy) * p.OW;
-  };
-  // the wide case (Ws >= 256, a segment crosses at most one row end): both rows' bases up front
-  const bool wide = p.Ws >= 256;
-  float* base0 = wide ? row_base(R0) : nullptr;
-  float* base1 = wide ? row_base(R0 + 1) : nullptr;
+  const bool wide = p.Ws >= 256;  // a segment crosses at most one row end
+  float* base0 = rs_row_base(p, y, R0, f);
+  float* base1 = rs_row_base(p, y, R0 + 1, f);
+  const size_t step = p.nhwc ? p.M : 1;  // floats from one column's output to the next pixel's
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      int c = c0 + 4 * (8 * j + 2 * t + e);  // the column's first pixel in its tall row
-      float* b;
-      if (wide) {
-        const bool next = c >= p.Ws;
-        c -= next ? p.Ws : 0;
-        b = next ? base1 : base0;
-      } else {
-        const int dr = c / p.Ws;
-        c -= dr * p.Ws;
-        b = row_base(R0 + dr);
+      const float4 v = make_float4(d0[4 * j + e], d0[4 * j + 2 + e], d1[4 * j + e], d1[4 * j + 2 + e]);
+      const int c = c0 + 4 * (8 * j + 2 * t + e);  // the column's first pixel in its tall row
+      if (!(wide && full)) {
+        rs_store_slow(p, y, R0, c, f, wq, v);
+        continue;
       }
-      const int ox = p.nhwc ? c + wq : c;
-      if (!b || ox >= p.OW) continue;
-      const float v[4] = {d0[4 * j + e], d0[4 * j + 2 + e], d1[4 * j + e], d1[4 * j + 2 + e]};
-      if (p.nhwc) {
-        float* o = b + (size_t)ox * p.M;
-        if (full) __stcs(reinterpret_cast<float4*>(o), make_float4(v[0], v[1], v[2], v[3]));
-        else for (int i = 0; i < 4; ++i) if (f + i < p.M) o[i] = v[i];
-      } else {
-        float* o = b + ox;
-        if (full) __stcs(reinterpret_cast<float4*>(o), make_float4(v[0], v[1], v[2], v[3]));
-        else for (int ph = 0; ph < 4; ++ph) if (ox + ph < p.OW) o[ph] = v[ph];
-      }
+      const bool next = c >= p.Ws;
+      const int cc = next ? c - p.Ws : c, ox = p.nhwc ? cc + wq : cc;
+      float* bb = next ? base1 : base0;
+      if (bb && ox < p.OW) __stcs(reinterpret_cast<float4*>(bb + ox * step), v);
     }
   }
 }
