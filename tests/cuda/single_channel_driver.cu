@@ -18,9 +18,10 @@
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
 //   SC_WINO=1|2 (with --plans F): also time row-Winograd plans (plan[6] & 2) of 5x5 cases; 2: only those
-//   SC_CLOCK=1: while each timed graph replays, a one-warp kernel on another stream samples the
-//                       SM clock (%clock64 over %globaltimer, every ~2 us); a "[clock]" line
-//                       before the case's line gives its median (the sampler holds one warp slot)
+//   SC_CLOCK=1: while each timed graph replays, a one-thread kernel on another stream samples
+//                       the SM clock (%clock64 over %globaltimer, every ~2 us, at most 2^16
+//                       samples); a "[clock]" line before the case's line gives its median (the
+//                       sampler holds one warp slot of one SM)
 //   /tmp/drv --few      time the strided kernel's few-channel instances (1 < C < 8, S8) on
 //                       the few-channel set (RGB stems, C = 4 3x3/1, C = 2 5x5/2)
 // Inputs and filters are a hash of their memory offset (never zero), so the CPU reference
