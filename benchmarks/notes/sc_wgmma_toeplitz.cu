@@ -586,7 +586,9 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
   } else {  // two accumulator sets: a segment's stores under the next one's wgmmas
     // Every warpgroup runs the same trip count (from the parameters only) and every trip issues
     // the next segment's wgmmas (past the end: s1 - 1 again, stored nowhere), so no wait_group
-    // sits on a branch (ptxas would serialize every wgmma: C7518).
+    // sits on a branch (that made ptxas serialize every wgmma: C7518). ptxas still serializes
+    // them (C7514: accumulator reads inside a pipeline stage), so this variant's timings are of
+    // serialized wgmmas (round 26).
     const int kmax = (p.SPT + NWG - 1) / NWG;
     float da[64], db[64];
     auto seg = [&](int k) { return min(s0 + wg + k * NWG, s1 - 1); };
