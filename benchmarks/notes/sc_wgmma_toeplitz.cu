@@ -146,17 +146,20 @@ __device__ __forceinline__ bool tz_pixel(const TzParams& p, int P, int& n, int& 
   return n < p.N && oy < p.OH && ox < p.OW;
 }
 
-// Segment s's outputs from the accumulators (lane layout: see b_filter).
+// Segment s's outputs from the accumulators (lane layout: see b_filter). LEAN: only the common
+// case (whole 32-filter blocks, NHWC or NCHW with OW % 4 == 0, streaming float4 stores, no
+// timing modes), a smaller unrolled body for the instruction cache (round 26).
+template <bool LEAN = false>
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
                                          const TzParams& p, int s, int fb, int wq, int g, int t) {
-  if (p.mode & 1) {  // timing: keep the sums live, store nothing
+  if (!LEAN && (p.mode & 1)) {  // timing: keep the sums live, store nothing
     float acc = 0.f;
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc += d[i];
     if (acc == 1234.5f) y[0] = acc;
     return;
   }
-  if ((p.mode & 16) && p.nhwc && (p.M & 31) == 0) {
+  if (!LEAN && (p.mode & 16) && p.nhwc && (p.M & 31) == 0) {
     // Whole 128-byte lines: lanes g and g ^ 1 trade a 16-filter half so that each store
     // instruction writes 4 pixels x 32 filters (lane (g, t) holds filters 4t.. and 16 + 4t..).
     const bool ev = (g & 1) == 0;
@@ -204,7 +207,7 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 #pragma unroll
         for (int ph = 0; ph < 4; ++ph) {
           if (ox0 + ph >= p.OW) break;
-          if ((p.M & 3) == 0 && f0 + 3 < p.M) {
+          if (LEAN || ((p.M & 3) == 0 && f0 + 3 < p.M)) {
             __stcs(reinterpret_cast<float4*>(y + base + (size_t)ph * p.M),
                    make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]));
           } else {
@@ -215,11 +218,11 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          if (f0 + i >= p.M) break;
+          if (!LEAN && f0 + i >= p.M) break;
           const size_t base = (((size_t)n * p.M + f0 + i) * p.OH + oy) * p.OW + ox0;
-          if ((p.OW & 3) == 0) {
+          if (LEAN || (p.OW & 3) == 0) {
             const float4 o = make_float4(v[0][i], v[1][i], v[2][i], v[3][i]);
-            if (p.mode & 8) *reinterpret_cast<float4*>(y + base) = o;  // write-back, not streaming
+            if (!LEAN && (p.mode & 8)) *reinterpret_cast<float4*>(y + base) = o;  // write-back, not streaming
             else __stcs(reinterpret_cast<float4*>(y + base), o);
           } else {
             for (int ph = 0; ph < 4; ++ph)
@@ -464,7 +467,7 @@ __device__ __forceinline__ void tz_store_bulk(const float (&d)[64], float* __res
   if (ltid == 0 || (!p.nhwc)) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 
-template <int KH, int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
+template <int KH, int NWG, bool PIPE, bool NOMMA = false, bool WS = false, bool LEAN = false>
 __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const float* __restrict__ x,
                                                        const float* __restrict__ w,
                                                        float* __restrict__ y, TzParams p) {
@@ -557,7 +560,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
     // mode 32: staggered start, warpgroup w issues its first segment only once w - 1's is done
     // (named barrier w: w - 1 arrives, w waits), so the first stores start one segment in
     const bool stagger = (p.mode & 32) && NWG > 1;
-    const bool bulk = (p.mode & 64) && !(p.mode & 1) &&
+    const bool bulk = !LEAN && (p.mode & 64) && !(p.mode & 1) &&
                       (p.nhwc ? p.M == 32 : (p.OW & 3) == 0);
     float* stagebuf = wraw + 32 * p.KH * p.KW + wg * kStageFloats;
     int k = 0;
@@ -574,7 +577,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1) tz_kernel(const f
       if (k == 0) stamp(2);
       if (stagger && k == 0 && wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
       if (bulk) tz_store_bulk(d, y, p, s, fb, wq, g, t, stagebuf, wg, k > 0);
-      else tz_store(d, y, p, s, fb, wq, g, t);
+      else tz_store<LEAN>(d, y, p, s, fb, wq, g, t);
       if (k == 0) stamp(3);
     }
     stamp(4);
@@ -880,10 +883,12 @@ static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, 
 // nwg: the launch code of run() (1-4 warpgroups; 11-13 two accumulator sets; 22-23 no MMAs;
 // 33-34 warp-specialized; 41-46 the transposed product: 41-44 1-4 warpgroups, 45 one warpgroup
 // with 2 CTAs per SM, 46 two warpgroups with 1; 53-54 warp-specialized with the transposed
-// product, 1 or 2 store warpgroups)
+// product, 1 or 2 store warpgroups; 62-63 as 2-3 with the LEAN store path)
 static bool is_ws(int nwg) { return nwg == 33 || nwg == 34 || nwg == 53 || nwg == 54; }
 static bool is_rs(int nwg) { return nwg / 10 == 4; }
 static int wg_count(int nwg) { return nwg == 45 ? 1 : nwg == 46 ? 2 : nwg == 53 ? 3 : nwg == 54 ? 4 : nwg % 10; }
+// launch codes 62 / 63 (LEAN stores) cover whole 32-filter blocks with float4 rows only
+static bool lean_ok(int nwg, int M, int OW, int nhwc) { return nwg / 10 != 6 || (M % 32 == 0 && (nhwc || OW % 4 == 0)); }
 
 static size_t smem_bytes(const TzParams& p, int nwg) {
   const size_t band = size_t(p.NB) * p.Ws * 2 + 32 * p.KH * p.KW;
@@ -914,10 +919,10 @@ static void with_kh(int KH, F f) {
   }
 }
 
-template <int NWG, bool PIPE, bool NOMMA = false, bool WS = false>
+template <int NWG, bool PIPE, bool NOMMA = false, bool WS = false, bool LEAN = false>
 static void launch(const TzParams& p, const float* x, const float* w, float* y, cudaStream_t s) {
   with_kh(p.KH, [&](auto kh) {
-    launch_kernel(tz_kernel<decltype(kh)::value, NWG, PIPE, NOMMA, WS>, 128 * NWG,
+    launch_kernel(tz_kernel<decltype(kh)::value, NWG, PIPE, NOMMA, WS, LEAN>, 128 * NWG,
                   smem_bytes(p, WS ? 30 + NWG : NWG), p, x, w, y, s);
   });
 }
@@ -954,6 +959,8 @@ static void run(int nwg, const TzParams& p, const float* x, const float* w, floa
     case 44: launch_rs<4, 1>(p, x, w, y, s); break;
     case 45: launch_rs<1, 2>(p, x, w, y, s); break;
     case 46: launch_rs<2, 1>(p, x, w, y, s); break;
+    case 62: launch<2, false, false, false, true>(p, x, w, y, s); break;
+    case 63: launch<3, false, false, false, true>(p, x, w, y, s); break;
     case 53: launch_ws_rs<1>(p, x, w, y, s); break;
     case 54: launch_ws_rs<2>(p, x, w, y, s); break;
     default: launch<3, true>(p, x, w, y, s); break;
@@ -1030,6 +1037,7 @@ int main(int argc, char** argv) {
           if (sscanf(getenv("TZ_ONLY"), "%d,%d", &a, &b) == 2 && (a != SPT || b != nwg)) continue;
         }
         if (is_ws(nwg) && (!c.nhwc || c.M % 32)) continue;
+        if (!lean_ok(nwg, c.M, OW, c.nhwc)) continue;
         if (smem_bytes(p, nwg) > 227 * 1024) continue;
         // correctness: poison, run, sample
         CK(cudaMemset(ybig, 0xff, ny * 4));  // NaN poison
