@@ -1,9 +1,9 @@
 // Shared by the launch probes of this folder (icache_probe.cu, param_probe.cu,
-// store_balance_probe.cu, ffma_operand_probe.cu, dmma_probe.cu): a CUDA error check that
-// returns 1 from main-like functions, and the time of one launch as XLA's command buffers run
-// our kernels: `launches` launches captured back to back in a CUDA graph, the graph timed
-// between events `reps` times, the median per launch; for the FMA-rate probes, the FP32 peak
-// and a rate report.
+// store_balance_probe.cu, ffma_operand_probe.cu, dmma_probe.cu, store_mma_probe.cu,
+// sc_wgmma_toeplitz.cu): a CUDA error check that returns 1 from main-like functions, the
+// in-kernel %globaltimer, and the time of one launch as XLA's command buffers run our kernels:
+// `launches` launches captured back to back in a CUDA graph, the graph timed between events
+// `reps` times, the median per launch; for the FMA-rate probes, the FP32 peak and a rate report.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -19,6 +19,13 @@
       return 1;                                                                          \
     }                                                                                    \
   } while (0)
+
+// The GPU's nanosecond clock (%globaltimer), for in-kernel timelines.
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 // launch(i) enqueues launch i on stream s; *us: median time per launch.
 template <typename F>

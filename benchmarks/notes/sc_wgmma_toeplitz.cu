@@ -42,7 +42,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "probe_timing.cuh"  // CK (returns 1), time_graph
+#include "probe_timing.cuh"  // CK (returns 1), time_graph, globaltimer
+#include "wgmma_tf32.cuh"    // split_tf32, desc, the wgmma shapes
 
 // CK for void contexts: print and exit.
 #define CKX(x)                                                                            \
@@ -70,33 +71,6 @@ struct TzParams {
 };
 
 constexpr int kStageFloats = 32 * 260;  // one warpgroup's output staging buffer (mode 64)
-
-__device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
-  const uint32_t h = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-  hi = h;
-  lo = __float_as_uint(x - __uint_as_float(h)) + 0x1000u;
-}
-
-__device__ __forceinline__ uint64_t desc(const float* smem, uint32_t lbo, uint32_t sbo) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  return uint64_t((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
-         (uint64_t((sbo >> 4) & 0x3fff) << 32);
-}
-
-#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
-              "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t da, uint64_t db, int acc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
-      "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
-      "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-      "%64, %65, p, 1, 1;\n}\n"
-      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
-      : "l"(da), "l"(db), "r"(acc));
-}
-#undef D8
 
 // B row n = ph * 32 + c (c = 8 j + 2 t + e, the accumulator column of lane t's pair j) holds
 // filter 16 (j / 2) + 4 t + 2 (j % 2) + e: lane t then owns filters 4t..4t+3 and 16+4t..16+4t+3.
@@ -246,9 +220,7 @@ struct TzStamps {
                : nullptr) {}
   __device__ void operator()(int i) const {
     if (!tl) return;
-    unsigned long long v;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
-    tl[i] = v;
+    tl[i] = globaltimer();
     if (i == 0 || i == 4) tl[i == 0 ? 5 : 6] = clock64();
   }
 };
@@ -624,18 +596,6 @@ __device__ __forceinline__ void rs_row(const TzParams& p, int i, int h, int wq, 
   else { c = 8 * wq + g; ph = 2 * i + h; }
 }
 
-#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
-              "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void wgmma_rs_m64n64k8(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int acc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
-      "%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-      : D8(0), D8(8), D8(16), D8(24)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
-#undef D8
 
 // This lane's A fragments for every kh, split hi / lo: a[0..3] = rows (g, k t), (g + 8, k t),
 // (g, k t + 4), (g + 8, k t + 4) of m-tile i (rows mapped by rs_row). Returns nonzero where a

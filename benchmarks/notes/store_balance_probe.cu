@@ -15,11 +15,6 @@ __device__ unsigned g_ctr;
 __device__ unsigned long long g_t[2 * 1024];
 __device__ unsigned g_sm[1024];
 
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ void st_cs(float4* p, float4 v) {
   asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
                "f"(v.z), "f"(v.w)
@@ -33,7 +28,7 @@ __device__ __forceinline__ void write_range(float4* y, long long v0, long long v
 template <bool TRACE>
 __global__ void stat(float4* y, long long nvec, float s) {
   unsigned long long t0 = 0;
-  if (TRACE) t0 = gtimer();
+  if (TRACE) t0 = globaltimer();
   const long long v0 = nvec * blockIdx.x / gridDim.x, v1 = nvec * (blockIdx.x + 1) / gridDim.x;
   write_range(y, v0, v1, s);
   if (TRACE) {
@@ -42,7 +37,7 @@ __global__ void stat(float4* y, long long nvec, float s) {
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
       g_t[2 * blockIdx.x] = t0;
-      g_t[2 * blockIdx.x + 1] = gtimer();
+      g_t[2 * blockIdx.x + 1] = globaltimer();
       g_sm[blockIdx.x] = sm;
     }
   }

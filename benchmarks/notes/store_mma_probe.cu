@@ -9,7 +9,8 @@
 // KINDS bit 16: the store data from a shared-memory ring, by ld.shared or by bulk copies (SRC). Per configuration: the time per launch (graph
 // of 20 launches over rotating outputs, median of 7 replays), the stores' span (median over
 // CTAs of the store warpgroup's first to last issue), and the SM clock (%clock64 over
-// %globaltimer across the kernel, median over CTAs).
+// %globaltimer across the store warpgroup's work, median over CTAs; on a row without stores
+// that span is empty and its clock meaningless).
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o store_mma_probe store_mma_probe.cu
 #include <algorithm>
 #include <cstdint>
@@ -17,50 +18,15 @@
 #include <vector>
 
 #include "probe_timing.cuh"
+#include "wgmma_tf32.cuh"
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                "{%8,%9}, {%0,%1,%2,%3};"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
-              "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t da, uint64_t db) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
-      "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
-      "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-      "%64, %65, 1, 1, 1;\n"
-      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
-      : "l"(da), "l"(db));
-}
-__device__ __forceinline__ void wgmma_rs_m64n128k8(float (&d)[64], const uint32_t (&a)[4], uint64_t db) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
-      "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
-      "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-      "{%64,%65,%66,%67}, %68, 1, 1, 1;\n"
-      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-#undef D8
-
-__device__ __forceinline__ uint64_t desc(const void* smem, uint32_t lbo, uint32_t sbo) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  return uint64_t((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
-         (uint64_t((sbo >> 4) & 0x3fff) << 32);
 }
 
 // stamps per CTA: [0, 1] store warpgroup first / last issue (globaltimer), [2, 3] kernel entry
@@ -76,7 +42,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe(float4* __restrict__ y, siz
   __shared__ __align__(128) float4 ring[SRC ? 2048 : 1];
   const int tid = threadIdx.x;
   unsigned long long* s = st + blockIdx.x * 6;
-  if (tid == 0) { s[2] = gtimer(); s[3] = clock64(); }
+  if (tid == 0) { s[2] = globaltimer(); s[3] = clock64(); }
   if (tid < 128) {  // the store warpgroup: this CTA's contiguous share
     const size_t per = (n4 + gridDim.x - 1) / gridDim.x, b = blockIdx.x * per, e = min(n4, b + per);
     const float4 v = make_float4(1.f, 2.f, 3.f, float(tid));
@@ -85,7 +51,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe(float4* __restrict__ y, siz
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       asm volatile("bar.sync 2, 128;\n" ::: "memory");
     }
-    if (tid == 0) s[0] = gtimer();
+    if (tid == 0) s[0] = globaltimer();
     if constexpr (SRC == 0) {
       for (size_t i = b + tid; i < e; i += 128) __stcs(y + i, v);
     } else if constexpr (SRC == 1) {
@@ -101,7 +67,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe(float4* __restrict__ y, siz
       }
       asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
     }
-    if (tid == 0) { s[1] = gtimer(); s[4] = gtimer(); s[5] = clock64(); }
+    if (tid == 0) { s[1] = globaltimer(); s[4] = globaltimer(); s[5] = clock64(); }
     return;
   }
   const int t = tid - 128;
@@ -138,8 +104,8 @@ __global__ void __launch_bounds__(kThreads, 1) probe(float4* __restrict__ y, siz
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if constexpr (KIND == 3) wgmma_m64n128k8(d, da, db);
-        else wgmma_rs_m64n128k8(d, a, db);
+        if constexpr (KIND == 3) wgmma_m64n128k8(d, da, db, 1);
+        else wgmma_rs_m64n128k8(d, a, db, 1);
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
