@@ -156,5 +156,10 @@ NB_MODULE(_fastconv_cuda, m) {
         "(the later waited for); RuntimeError where a slot holds no recorded stamp.");
   m.attr("stamp_slots") = fastconv::kStampSlots;
   m.attr("cuda_architectures") = FASTCONV_CUDA_ARCHS;
+#ifdef FASTCONV_HAVE_WGMMA
+  m.attr("wgmma_kernels") = true;   // single_channel_wgmma.cu, built for sm_90a
+#else
+  m.attr("wgmma_kernels") = false;
+#endif
   m.attr("cuda_runtime_version") = CUDART_VERSION;
 }

@@ -41,6 +41,17 @@ cudaError_t launch_single_channel_mma(const ConvParams& p, const float* x, const
 // The launch p's plan resolves to: {RB, MB, grid, shared bytes, store order, k-steps}.
 cudaError_t single_channel_mma_config(const ConvParams& p, const float* y, long long out[6]);
 
+// single_channel_wgmma.cu: the single-channel kernel as a 3xTF32 wgmma GEMM over a Toeplitz
+// view of the staged band (C == 1, stride 1, KH and KW <= 5, M % 32 == 0, the output's filters
+// contiguous; sm_90a, built where the architectures include 90; plan division 6, SPT = plan[5]
+// segments per CTA, plan[6] staggered start, plan[7] / 128 warpgroups) and the layers and plans
+// it runs.
+bool single_channel_wgmma_supported(const ConvParams& p);
+cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, const float* w,
+                                        float* y, cudaStream_t stream);
+// The launch p's plan resolves to: {CTAs, shared bytes per CTA}.
+cudaError_t single_channel_wgmma_config(const ConvParams& p, long long out[2]);
+
 // multi_channel.cu: paper section 3.2, stride-fixed block (C > 1, any stride). `workspace`
 // (may be null) holds the staged HWIO filters plan[7] asks for (filter_staging.cuh) and the
 // partial outputs of a split through global memory; without enough of it the filters are read

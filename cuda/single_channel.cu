@@ -31,6 +31,8 @@
 //        outside it.
 //   division 5 (2 to 64 taps, sm_80+, plan [1, 5, 1, 1, MB, RB, 0, 256]): the 3xTF32
 //        tensor-core kernel of single_channel_mma.cu (mma_plan; MB in {16, 32, 64, 128}).
+//   division 6 (sm_90a builds, plan [1, 6, 1, 1, 32, SPT, 0 or 1, 256 or 384]): the wgmma kernel of
+//        single_channel_wgmma.cu (wgmma_plan; NHWC-like outputs, M % 32 == 0, KH, KW <= 5).
 //   MB = plan[4] filters per tile: a multiple of TM = 8 in [8, 128] (may exceed M: the
 //        missing filters are zeros and never stored).
 //   RB = plan[5] output rows per tile, in [1, min(OH, 64)].
@@ -895,6 +897,17 @@ bool mma_plan(const ConvParams& p) {
          single_channel_mma_supported(p);
 }
 
+// A plan for the wgmma kernel (division 6: [1, 6, 1, 1, 32, SPT, 0, 128 NWG]) on a layer it runs,
+// in a build that has it (the architectures include 90).
+bool wgmma_plan(const ConvParams& p) {
+#ifdef FASTCONV_HAVE_WGMMA
+  return p.plan[1] == 6 && single_channel_wgmma_supported(p);
+#else
+  (void)p;
+  return false;
+#endif
+}
+
 // single_channel_launch_config's answer for a kernel without tiles: its division, 256
 // threads, no tiles or grid to report, layout -1 (the kernel picks its store order).
 cudaError_t untiled_launch_config(int64_t division, long long out[10]) {
@@ -1245,6 +1258,16 @@ cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10])
     for (int i = 0; i < 10; ++i) out[i] = v[i];
     return cudaSuccess;
   }
+#ifdef FASTCONV_HAVE_WGMMA
+  if (wgmma_plan(p)) {
+    long long c[2];
+    err = single_channel_wgmma_config(p, c);
+    if (err != cudaSuccess) return err;
+    const long long v[10] = {1, 6, p.plan[5], p.OW, 32, p.plan[6], p.plan[7], c[0], c[1], 1};
+    for (int i = 0; i < 10; ++i) out[i] = v[i];
+    return cudaSuccess;
+  }
+#endif
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;
@@ -1266,6 +1289,9 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   if (p.out_elems() == 0) return cudaSuccess;
   if (pointwise_plan(p)) return launch_single_channel_pointwise(p, x, w, y, stream);
   if (mma_plan(p)) return launch_single_channel_mma(p, x, w, y, stream);
+#ifdef FASTCONV_HAVE_WGMMA
+  if (wgmma_plan(p)) return launch_single_channel_wgmma(p, x, w, y, stream);
+#endif
   DeviceInfo dev;
   err = current_device_info(&dev);
   if (err != cudaSuccess) return err;

@@ -117,6 +117,16 @@ S10. Row-Winograd products (beyond the paper): for 5x5 kernels the staged kernel
     H200's compute-bound 5x5 layers: 0.92x on b32 56^2 K5 NHWC, 0.93-0.95x on b32 112^2 K5,
     1.00x b32 56^2 NCHW, 1.09x slower on b32 28^2; with stores, bound by the H100's copy
     bandwidth, 1.00-1.18x: an H100 bench picked it nowhere).
+S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the padded images
+    stacked into one tall map, a CTA stages a flat band of it (hi / lo TF32 copies) and reads it
+    as wgmma's shared-memory A operand through a descriptor whose rows overlap (A[r][k] =
+    band[4 r + k + kh Ws]), so no thread loads an operand element; B holds the 32 filters of a
+    block at 4 pixel phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, 0,
+    128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups. Runs NHWC-like outputs
+    (filters contiguous), M % 32 == 0, KH and KW <= 5. Not planned by a rule: `candidate_plans`
+    offers TZ_GRIDS' launches to the autotuner (prototype, H200, graph timing: b32 56^2 K5 NHWC
+    29.6 us against 33.0 for the best FFMA launch, b1 1024^2 K5 NHWC 37.4 against 45.6; the
+    FFMA kernel stays ahead on b32 28^2 K5 and every NCHW layer).
 """
 from __future__ import annotations
 
@@ -218,6 +228,15 @@ MMA_ROWS = (1, 2, 4, 8, 16, 32)     # RB candidates of mma_tiles
 MMA_MAX_TAPS = 64                   # 8 k-steps of 8 taps
 MMA_SHARED = 96 * 1024              # both input-band buffers of a block (kSmemBudget)
 MMA_TRIES = 3                       # tiles offered to the autotuner (candidate_plans)
+
+# S11: the wgmma kernel (cuda/single_channel_wgmma.cu): its launches and the layers it runs.
+TZ_DIVISION = 6
+TZ_SEGMENT = 256                    # flat pixels per segment (one m64 wgmma x 4 phases)
+TZ_MAX_K = 5                        # KH, KW (8 k per band row: KW + 3 phases)
+TZ_SHARED = 227 * 1024              # the kernel's shared-memory bound (the H100 / H200 opt-in)
+# (CTAs per SM, warpgroups) of the launches offered: the prototype's best per layer (round 26:
+# b1 512^2 ~1 CTA per SM, b32 56^2 ~2, b32 28^2 ~4; 2 or 3 warpgroups)
+TZ_GRIDS = ((1, 2), (1, 3), (2, 2), (2, 3), (4, 2))
 
 # C = 1 patchify layers with at least this many taps leave the strided kernel's generic
 # instance for the patch GEMM (measured from 7x7/7 up; 3x3/3 and 5x5/5 not measured).
@@ -373,6 +392,75 @@ def mma_tiles(spec, hw, count: int = MMA_TRIES) -> list[tuple[int, int]]:
     return [(MB, RB) for _, MB, RB in sorted(costs)[:count]]
 
 
+def tz_attrs(SPT: int, NWG: int, stagger: int = 0) -> tuple:
+    """The plan attributes of the wgmma kernel: SPT segments per CTA, NWG warpgroups, their
+    first segments in turn (stagger = 1) or together."""
+    return (TZ_DIVISION, 1, 1, 32, SPT, stagger, 128 * NWG)
+
+
+def tz_segments(spec) -> int:
+    """256-pixel segments of the tall stack (N images of OH + KH - 1 rows of _mma_line floats)
+    through its last output row."""
+    d = spec.dims
+    return _cdiv((d["N"] * (d["OH"] + d["KH"] - 1) - d["KH"] + 1) * _mma_line(spec), TZ_SEGMENT)
+
+
+def tz_shared_bytes(spec, SPT: int) -> int:
+    """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each), the band's hi / lo copies of
+    tz_band_rows rows, the 32 raw filters."""
+    d = spec.dims
+    KH, KW, line = d["KH"], d["KW"], _mma_line(spec)
+    rows = _cdiv(SPT * TZ_SEGMENT + 8, line) + KH + 1
+    return 4 * (KH * 2048 + 2 * rows * line + 32 * KH * KW)
+
+
+def tz_supported(spec, hw) -> str | None:
+    """Why the wgmma kernel does not run this layer (None: it does): the host checks of
+    single_channel_wgmma_supported, for its smallest launch."""
+    d = spec.dims
+    if tuple(hw.compute_capability) != (9, 0):
+        return "no sm_90a (wgmma) on this device"
+    from ._ffi import cuda_module
+    if cuda_module is not None and not getattr(cuda_module, "wgmma_kernels", False):
+        return "this build has no sm_90a kernels (CMAKE_CUDA_ARCHITECTURES without 90)"
+    if d["C"] != 1 or tuple(spec.window_strides) != (1, 1):
+        return "not a stride-1 single-channel layer"
+    if d["M"] % 32:
+        return "M not a multiple of 32 (whole 32-filter blocks)"
+    if not (d["KH"] <= TZ_MAX_K and d["KW"] <= TZ_MAX_K and d["KH"] * d["KW"] >= 2):
+        return f"a {d['KH']}x{d['KW']} kernel (2 to {TZ_MAX_K}x{TZ_MAX_K} taps)"
+    if not spec.out_filters_in_fours or spec.lhs_strides[3] != 1:
+        return "an output whose filters are not contiguous (NHWC-like) or input rows that are not"
+    if (max(d["N"], d["H"], d["W"], d["OH"], d["OW"]) >= 1 << 24
+            or max(abs(p) for pair in spec.padding for p in pair) >= 1 << 24):
+        return "sizes past the kernel's index range"
+    if (tz_segments(spec) + 2) * TZ_SEGMENT >= 1 << 31:
+        return "flat pixel indices past 32 bits"
+    if tz_shared_bytes(spec, 2) > TZ_SHARED:
+        return "the band of 2 segments exceeds its shared memory"
+    return None
+
+
+def tz_launches(spec, hw) -> list[tuple[int, int]]:
+    """The (SPT, NWG) launches offered to the autotuner: per TZ_GRIDS entry, the fewest segments
+    per CTA that give at most that many CTAs per SM (and one segment per warpgroup), distinct
+    and within shared memory."""
+    tiles = tz_segments(spec) * (spec.dims["M"] // 32)
+    out = []
+    for per_sm, nwg in TZ_GRIDS:
+        spt = max(nwg, _cdiv(tiles, per_sm * hw.sm_count))
+        spt = min(spt, max(nwg, tz_segments(spec)))
+        if (spt, nwg) not in out and tz_shared_bytes(spec, spt) <= TZ_SHARED:
+            out.append((spt, nwg))
+    return out
+
+
+def is_tz(attrs) -> bool:
+    """Whether plan attributes name the wgmma kernel (S11)."""
+    a = tuple(attrs)[-7:]
+    return len(a) == 7 and a[0] == TZ_DIVISION
+
+
 def is_mma(attrs) -> bool:
     """Whether plan attributes name the tensor-core kernel (S9)."""
     a = tuple(attrs)[-7:]
@@ -456,6 +544,10 @@ def launch_of(spec, plan) -> dict:
         return dict(division=MMA_DIVISION, RB=RB, CB=OW, MB=MB, prefetch=1, threads=T,
                     tiles=N * _cdiv(OH, RB) * _cdiv(M, MB), SW=_mma_line(spec),
                     shared=2 * (RB + KH - 1) * _mma_line(spec) * 4, grid_per_sm=BLOCKS_PER_SM)
+    if division == TZ_DIVISION:   # flat segments of the tall stack (boxes: image x 32 filters)
+        return dict(division=TZ_DIVISION, RB=OH, CB=OW, MB=32, prefetch=0, threads=T,
+                    tiles=_cdiv(tz_segments(spec), RB) * (M // 32), SW=_mma_line(spec),
+                    shared=tz_shared_bytes(spec, RB), grid_per_sm=0)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     f45 = bool(prefetch & F45_FLAG)
@@ -489,6 +581,11 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
         ok = (tuple(attrs[1:]) == mma_attrs(MB, RB) and mma_supported(spec, hw) is None
               and _mma_tile_fits(spec, MB, RB))
         return [] if ok else ["tensor-core tile"]
+    if division == TZ_DIVISION:
+        ok = (T in (256, 384) and RB >= T // 128 and prefetch in (0, 1)
+              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, prefetch)
+              and tz_supported(spec, hw) is None and tz_shared_bytes(spec, RB) <= TZ_SHARED)
+        return [] if ok else ["wgmma launch"]
     bad = []
     if division not in (1, 2):
         bad.append("division")
@@ -822,7 +919,8 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
                                   reason=plan.reason + said)
     L = launch_of(spec, variant)
     _, _, P, Q, MB, RB, _, T = variant.kernel_attrs
-    mode = ({3: "pointwise", 4: "strided", MMA_DIVISION: "tensor cores (3xTF32)"}.get(L["division"])
+    mode = ({3: "pointwise", 4: "strided", MMA_DIVISION: "tensor cores (3xTF32)",
+             TZ_DIVISION: "wgmma over a Toeplitz band (3xTF32)"}.get(L["division"])
             or ("prefetch" if L["prefetch"] else "volume"))
     if L.get("f45"):
         mode += ", row-Winograd F(4, 5) products"
@@ -836,6 +934,12 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
         blocks = min(L["tiles"], BLOCKS_PER_SM * dict(plan.quantities)["N_sm"])
         new.update(Th=d["KH"] * d["KW"] * MB * RB * d["OW"], blocks_used=blocks,
                    bytes_in_flight=4 * (RB + d["KH"] - 1) * L["SW"] * blocks)
+    if L["division"] == TZ_DIVISION:   # one CTA per SPT segments and 32-filter block
+        d = spec.dims
+        new.update(Th=d["KH"] * d["KW"] * 32 * RB * TZ_SEGMENT, blocks_used=L["tiles"],
+                   bytes_in_flight=L["shared"] * L["tiles"], filters_per_block=32,
+                   filters_per_piece=32, rows_per_block=L["RB"], rows_per_piece=L["RB"],
+                   column_tile=L["CB"])
     if L["division"] == 3:   # no tiles: a grid of 256-thread blocks over the work items
         new.update(Th=spec.dims["M"] * spec.dims["OH"] * spec.dims["OW"], bytes_in_flight=0,
                    blocks_used="ceil(items / (256 x 1-4 items per thread)), at run time")
@@ -866,6 +970,12 @@ def candidate_plans(spec, hw, plan) -> list:
         for MB, RB in mma_tiles(spec, hw):
             out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + mma_attrs(MB, RB),
                                    f"tensor cores (3xTF32), MB {MB}, RB {RB}"))
+
+    if tz_supported(spec, hw) is None:   # S11: the wgmma kernel's launches
+        for SPT, NWG in tz_launches(spec, hw):   # staggered: 0.97-1.0x the time together
+            out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + tz_attrs(SPT, NWG, 1),
+                                   f"wgmma over a Toeplitz band (3xTF32), {SPT} segments per "
+                                   f"CTA, {NWG} warpgroups, staggered start"))
 
     def tile(division, mb, rb, prefetch, T):
         """A division 1 / 2 tile: MB from mb (None: the plan's), rounded to the register tile

@@ -300,6 +300,12 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             assert (MB, RB) in ps.mma_tiles(spec, hw) and c["tiles"] == ps.launch_of(spec, c)["tiles"]
             assert c["blocks_used"] == min(c["tiles"], 2 * hw.sm_count) and c["division"] == 5
             continue
+        if ps.is_tz(c.kernel_attrs):   # the wgmma kernel (S11): NHWC, whole 32-filter blocks
+            assert K > 1 and lay == "NHWC" and M % 32 == 0 and c["division"] == 6
+            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" and "Toeplitz" in c.reason
+            assert (RB, T // 128) in ps.tz_launches(spec, hw) and MB == 32
+            assert c["tiles"] == ps.launch_of(spec, c)["tiles"] == c["blocks_used"]
+            continue
         assert (c["division"], c["filters_per_block"], c["rows_per_block"],
                 c["threads_per_block"]) == (division, MB, RB, T)
         mode = "prefetch" if prefetch & 1 else "volume"
@@ -393,6 +399,56 @@ def test_tensor_core_tiles_rank_the_measured_best():
         for MB, RB in ps.mma_tiles(spec, hw):
             assert ps.valid_attrs(spec, (1,) + ps.mma_attrs(MB, RB), hw) == []
             assert ps.valid_attrs(spec, (1,) + ps.mma_attrs(MB + 8, RB), hw) == ["tensor-core tile"]
+
+
+@pytest.mark.parametrize("N,H,M,K,lay", [(1, 512, 32, 5, "NHWC"), (32, 56, 256, 5, "NHWC"),
+                                          (32, 28, 512, 3, "NHWC"), (1, 1024, 32, 2, "NHWC")])
+def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
+    spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
+    tried = {}
+    for name in ("h200", "h100", "gtx1080ti"):
+        hw = PRESETS[name]
+        cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
+        tried[name] = [c.kernel_attrs[1:] for c in cands if ps.is_tz(c.kernel_attrs)]
+    hw = PRESETS["h200"]
+    assert tried["h200"] == [ps.tz_attrs(s, n, 1) for s, n in ps.tz_launches(spec, hw)]
+    assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) and tried["h100"] == tried["h200"]
+    assert tried["gtx1080ti"] == []
+    assert ps.tz_supported(spec, PRESETS["gtx1080ti"]) == "no sm_90a (wgmma) on this device"
+    tiles = ps.tz_segments(spec) * (M // 32)
+    for spt, nwg in ps.tz_launches(spec, hw):
+        assert spt >= nwg and ps.tz_shared_bytes(spec, spt) <= ps.TZ_SHARED
+        assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg), hw) == []
+        assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 1), hw) == []
+        assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 2), hw) == ["wgmma launch"]
+        assert -(-tiles // spt) <= 4 * hw.sm_count or spt == nwg   # at most 4 CTAs per SM
+    spt, nwg = ps.tz_launches(spec, hw)[0]
+    assert ps.valid_attrs(spec, (1, 6, 1, 1, 64, spt, 0, 128 * nwg), hw) == ["wgmma launch"]
+    assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 0, 512), hw) == ["wgmma launch"]
+    assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, 1, 0, 384), hw) == ["wgmma launch"]
+
+
+@pytest.mark.parametrize("N,H,W,M,KH,KW,lay,why", [
+    (1, 64, 64, 32, 5, 5, "NCHW", "not contiguous"),
+    (1, 64, 64, 48, 5, 5, "NHWC", "M not a multiple of 32"),
+    (1, 64, 64, 32, 7, 7, "NHWC", "a 7x7 kernel"),
+    (1, 64, 64, 32, 1, 1, "NHWC", "a 1x1 kernel"),
+    (1, 4, 9000, 32, 5, 5, "NHWC", "exceeds its shared memory")])
+def test_wgmma_kernel_leaves_out_what_it_does_not_run(N, H, W, M, KH, KW, lay, why):
+    spec = spec_from_logical(N, 1, H, W, M, KH, KW, padding="VALID", layout=lay)
+    hw = PRESETS["h200"]
+    assert why in ps.tz_supported(spec, hw)
+    cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
+    assert not any(ps.is_tz(c.kernel_attrs) for c in cands)
+
+
+def test_wgmma_geometry_matches_the_kernel():
+    # b32 56^2 K5 NHWC (OW 52, band rows of 56 floats): the tall stack holds 32 x 56 rows, the
+    # flat pixels through its last output row in 256-pixel segments; SPT 12: 17 band rows
+    spec = spec_from_logical(32, 1, 56, 56, 256, 5, 5, padding="VALID", layout="NHWC")
+    assert ps.tz_segments(spec) == -(-((32 * 56 - 4) * 56) // 256)
+    rows = -(-(12 * 256 + 8) // 56) + 5 + 1
+    assert ps.tz_shared_bytes(spec, 12) == 4 * (5 * 2048 + 2 * rows * 56 + 32 * 25)
 
 
 def test_candidate_plans_leave_other_methods_alone():

@@ -4,7 +4,7 @@
 // the transposed product (tz_rs_kernel: the weights as wgmma's register operand) and a
 // warp-specialized kernel with it as producer (tz_ws_rs_kernel).
 //
-//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a \
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Icuda \
 //        -o /tmp/tz benchmarks/notes/sc_wgmma_toeplitz.cu && /tmp/tz
 //   /tmp/tz --check: correctness only. TZ_CASES="b1 512^2 M32 K5,...": these cases only;
 //   TZ_ONLY=SPT,NWG: one configuration (e.g. under ncu). TZ_WS=1: the warp-specialized variant.
@@ -43,7 +43,8 @@
 #include <vector>
 
 #include "probe_timing.cuh"  // CK (returns 1), time_graph, globaltimer
-#include "wgmma_tf32.cuh"    // split_tf32, desc, the wgmma shapes
+#include "wgmma_tf32.cuh"    // (cuda/, -Icuda) split_tf32, desc, the wgmma shapes
+using namespace fastconv;
 
 // CK for void contexts: print and exit.
 #define CKX(x)                                                                            \

@@ -11,14 +11,18 @@
 // CTAs of the store warpgroup's first to last issue), and the SM clock (%clock64 over
 // %globaltimer across the store warpgroup's work, median over CTAs; on a row without stores
 // that span is empty and its clock meaningless).
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o store_mma_probe store_mma_probe.cu
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Icuda -o store_mma_probe benchmarks/notes/store_mma_probe.cu
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
 #include "probe_timing.cuh"
-#include "wgmma_tf32.cuh"
+#include "wgmma_tf32.cuh"    // (cuda/, -Icuda) split_tf32, desc, the wgmma shapes
+using fastconv::desc;
+using fastconv::split_tf32;
+using fastconv::wgmma_m64n128k8;
+using fastconv::wgmma_rs_m64n128k8;
 
 constexpr int kThreads = 256;
 

@@ -1,16 +1,13 @@
-// TF32 wgmma helpers (sm_90a) shared by the notes' wgmma prototype and probes
-// (sc_wgmma_toeplitz.cu, store_mma_probe.cu): the 3xTF32 split, no-swizzle shared-memory
-// descriptors, and the m64nNk8 tf32 shapes they issue. `acc` = 0 zeroes the accumulators first.
+// TF32 wgmma helpers (sm_90a only): no-swizzle shared-memory descriptors and the m64nNk8 tf32
+// shapes, for the Toeplitz kernel (single_channel_wgmma.cu) and the notes' prototype and probes
+// (benchmarks/notes/sc_wgmma_toeplitz.cu, store_mma_probe.cu; the 3xTF32 split is
+// mma_3xtf32.cuh's). `acc` = 0 zeroes the accumulators first.
 #pragma once
 #include <cstdint>
 
-// x = hi + lo to ~2^-22 relative: hi the TF32 rounding of x, lo that of the remainder (the
-// wgmma reads the top 19 bits of each).
-__device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
-  const uint32_t h = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-  hi = h;
-  lo = __float_as_uint(x - __uint_as_float(h)) + 0x1000u;
-}
+#include "mma_3xtf32.cuh"  // split_tf32
+
+namespace fastconv {
 
 // No-swizzle K-major operand: LBO = bytes to the next core matrix along k, SBO = to the next 8 rows.
 __device__ __forceinline__ uint64_t desc(const void* smem, uint32_t lbo, uint32_t sbo) {
@@ -56,3 +53,5 @@ __device__ __forceinline__ void wgmma_rs_m64n64k8(float (&d)[32], const uint32_t
 }
 #undef WGMMA_D64
 #undef WGMMA_D8
+
+}  // namespace fastconv

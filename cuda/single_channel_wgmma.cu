@@ -1,0 +1,407 @@
+// Single-channel (C == 1) stride-1 convolution as a 3xTF32 wgmma GEMM whose A operand is the
+// staged input band itself, read through a Toeplitz view of the shared-memory descriptor
+// (sm_90a only): plan division 6 (jax_fastconv/plan_single_channel.py S11). Measured as the
+// prototype benchmarks/notes/sc_wgmma_toeplitz.cu (rounds 25 and 26 of
+// benchmarks/notes/single_channel.md: its `tz_kernel` with the LEAN store path, launch codes
+// 62 / 63); this is that kernel for the package's layouts, with the float32 fallback.
+//
+// Why: on the H200 a 5x5 layer's FMA floor equals its byte floor, and neither the FFMA kernel
+// nor the mma.sync kernel (division 5) leaves room for the stores; wgmma takes its operands
+// from shared memory without a load per element by the threads, so the SM's issue slots stay
+// for the stores (b32 56^2 K5 NHWC: 29.6 us against 33.0 for the best FFMA launch, prototype).
+//
+// The GEMM. The padded images are stacked into one tall map (rows of stride Ws floats, Ws % 4
+// == 0, Hp = OH + KH - 1 rows per image); a CTA stages tall rows Rb .. Rb + nb - 1 of it as a
+// flat band, split into hi / lo TF32 copies. For flat pixel p of the band, filter row kh and tap
+// kw the product reads band[p + kh Ws + kw]. With p = 4 r + ph (ph = 0..3):
+//   out[4 r + ph][f] = sum_kh sum_k band[4 r + kh Ws + k] * B_kh[k][ph, f],
+//   B_kh[k][ph, f] = w[f][kh][k - ph] (zero where k - ph is not a tap), k = 0..7 (KW <= 5),
+// a GEMM with A[r][k] = band[4 r + k + kh Ws]: rows 16 bytes apart, k contiguous, which the
+// no-swizzle K-major descriptor reads with LBO = 16 bytes (core matrices overlapping the next
+// row) and SBO = 128. One wgmma m64n128k8 takes 64 rows r (a 256-pixel segment) x 4 phases x 32
+// filters, no im2col copy; 3xTF32 issues 3 per (segment, kh).
+//   CTA     = NWG warpgroups (plan[7] = 128 NWG threads), one 32-filter block (grid.y) and SPT
+//             consecutive segments (plan[5]); warpgroup w takes segments w, w + NWG, ...;
+//             plan[6] = 1: their first segments in turn (staggered start).
+//   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
+//             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
+//             per pixel: the output's filters contiguous (NHWC), whole 32-filter blocks.
+// Non-finite or huge values (|v| > 1e18: inf x 0 and overflow in the split products) anywhere
+// in a CTA's band or filters: that CTA computes its outputs by direct float32 sums from global
+// memory instead (tz_direct), so the answer keeps float32 semantics.
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels.h"
+#include "launch_util.h"
+#include "wgmma_tf32.cuh"
+
+namespace fastconv {
+namespace {
+
+constexpr int kSeg = 256;        // pixels per segment (64 rows r x 4 phases)
+constexpr int kMaxK = 5;         // KH, KW <= 5 (8 k per row: KW + 3 phases)
+constexpr long long kMaxShared = 227 * 1024;
+
+struct TzArgs {
+  long long x_sn, x_sh;          // input strides (x_sw == 1)
+  long long w_so, w_sh, w_sw;    // filter strides
+  long long y_sn, y_sh, y_sw;    // output strides (y_sc == 1, all % 4 == 0)
+  int N, H, W, KW, pt, pl, OH, OW;
+  int Hp;       // rows per image in the tall stack (OH + KH - 1)
+  int Ws;       // band row stride, floats: OW + KW - 1 rounded up to 4
+  int S;        // segments of the flat tall stack (tall row * Ws + column) through its last output
+  int SPT;      // segments per CTA
+  int NB;       // band rows a CTA stages (at most)
+  int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
+  int stagger;  // plan[6] == 1: warpgroups start their first segment in turn
+};
+
+// B row n = ph * 32 + c (c = 8 j + 2 t + e, the accumulator column of lane t's pair j) holds
+// filter 16 (j / 2) + 4 t + 2 (j % 2) + e: lane t then owns filters 4t..4t+3 and 16+4t..16+4t+3.
+__device__ __forceinline__ int b_filter(int c) {
+  const int j = c >> 3, t = (c >> 1) & 3, e = c & 1;
+  return 16 * (j >> 1) + 4 * t + 2 * (j & 1) + e;
+}
+
+// One segment's KH x 3 wgmmas into d (asynchronous: commit, then wait before reading d). KH is a
+// template parameter: with a runtime trip count ptxas serializes the wgmmas (C7520).
+template <int KH>
+__device__ __forceinline__ void tz_mma(float (&d)[64], const float* ahi, const float* alo,
+                                       const float* bhi, const float* blo, int ao, int Ws) {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const uint64_t dah = desc(ahi + ao + kh * Ws, 16, 128), dal = desc(alo + ao + kh * Ws, 16, 128);
+    const uint64_t dbh = desc(bhi + kh * 1024, 2048, 128), dbl = desc(blo + kh * 1024, 2048, 128);
+    wgmma_m64n128k8(d, dal, dbh, kh);
+    wgmma_m64n128k8(d, dah, dbl, 1);
+    wgmma_m64n128k8(d, dah, dbh, 1);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// Lane (g, t)'s sums of row half h (row 16 w + g + 8 h) and filter half q, in b_filter's column
+// order: v[ph][i] = pixel 4 r + ph, filter 16 q + 4 t + i of the block.
+__device__ __forceinline__ void tz_gather(const float (&d)[64], int h, int q, float (&v)[4][4]) {
+#pragma unroll
+  for (int ph = 0; ph < 4; ++ph) {
+    const int j0 = 4 * ph + 2 * q;
+    v[ph][0] = d[4 * j0 + 2 * h];
+    v[ph][1] = d[4 * j0 + 2 * h + 1];
+    v[ph][2] = d[4 * (j0 + 1) + 2 * h];
+    v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
+  }
+}
+
+// Flat pixel P of the tall stack -> image n, output row oy, column ox; false where it is no
+// output (a padding row of the stack, a column past OW, past the batch).
+__device__ __forceinline__ bool tz_pixel(const TzArgs& a, int P, int& n, int& oy, int& ox) {
+  const int R = P / a.Ws;
+  ox = P - R * a.Ws;
+  n = R / a.Hp;
+  oy = R - n * a.Hp;
+  return n < a.N && oy < a.OH && ox < a.OW;
+}
+
+// Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
+// (the prototype's LEAN path: a small unrolled body for the instruction cache, round 26).
+__device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
+                                         const TzArgs& a, int s, int fb, int wq, int g, int t) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = 16 * wq + g + 8 * h;
+    int n, oy, ox0;  // of the phase-0 pixel; its 4 share the row (Ws % 4 == 0)
+    if (!tz_pixel(a, s * kSeg + 4 * r, n, oy, ox0)) continue;
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      float v[4][4];  // v[ph][i]: phase ph, filter fb * 32 + 16 q + 4 t + i
+      tz_gather(d, h, q, v);
+      float* base = y + n * a.y_sn + oy * a.y_sh + ox0 * a.y_sw + (fb * 32 + 16 * q + 4 * t);
+#pragma unroll
+      for (int ph = 0; ph < 4; ++ph) {
+        if (ox0 + ph >= a.OW) break;
+        __stcs(reinterpret_cast<float4*>(base + ph * a.y_sw),
+               make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]));
+      }
+    }
+  }
+}
+
+// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo) and its 32 raw filters
+// wraw[c][kh][kw]. Returns nonzero where a band value is non-finite or huge (the filters are
+// checked where B is built). All of a thread's loads are in flight before any is used.
+template <int KH, int NT>
+__device__ __forceinline__ int tz_stage(const float* __restrict__ x, const float* __restrict__ w,
+                                        const TzArgs& a, float* ahi, float* alo, float* wraw,
+                                        int fb, int Rb, int nb, int tid) {
+  int bad = 0;
+  const int taps = KH * a.KW, wn = 32 * taps;
+  constexpr int WPT = (32 * KH * kMaxK + NT - 1) / NT;  // filter values per thread
+  float wv[WPT];
+#pragma unroll
+  for (int u = 0; u < WPT; ++u) {
+    const int i = tid + u * NT, c = i / taps, k = i - c * taps, kh = k / a.KW;
+    wv[u] = i < wn ? __ldg(w + (fb * 32 + c) * a.w_so + kh * a.w_sh + (k - kh * a.KW) * a.w_sw)
+                   : 0.f;
+  }
+  if (a.flat_in) {
+    // unpadded dense rows of W == Ws: the tall stack is x itself, the band one flat range
+    const long long g0 = (long long)Rb * (a.Ws >> 2), gend = (long long)a.N * a.H * (a.Ws >> 2);
+    const int total = nb * (a.Ws >> 2);
+    constexpr int U = 8;
+    for (int i0 = tid; i0 < total; i0 += NT * U) {
+      float4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * NT;
+        v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * NT;
+        if (i >= total) break;
+        const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+        uint32_t h[4], l[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          bad |= !(fabsf(e[k]) <= 1e18f);
+          split_tf32(e[k], h[k], l[k]);
+        }
+        reinterpret_cast<uint4*>(ahi)[i] = make_uint4(h[0], h[1], h[2], h[3]);
+        reinterpret_cast<uint4*>(alo)[i] = make_uint4(l[0], l[1], l[2], l[3]);
+      }
+    }
+  } else {
+    const int Wp = a.OW + a.KW - 1;
+    for (int rr = tid >> 5; rr < nb; rr += NT / 32) {  // a warp per band row, 4 loads in flight
+      const int R = Rb + rr, n = R / a.Hp, yy = R - n * a.Hp - a.pt;
+      const bool rowok = n < a.N && yy >= 0 && yy < a.H;
+      const float* src = x + (rowok ? n * a.x_sn + yy * a.x_sh : 0);
+      for (int c0 = tid & 31; c0 < a.Ws; c0 += 128) {
+        float v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int c = c0 + 32 * u, xx = c - a.pl;
+          v[u] = (rowok && c < Wp && xx >= 0 && xx < a.W) ? __ldg(src + xx) : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int c = c0 + 32 * u;
+          if (c >= a.Ws) break;
+          bad |= !(fabsf(v[u]) <= 1e18f);
+          uint32_t h, l;
+          split_tf32(v[u], h, l);
+          ahi[rr * a.Ws + c] = __uint_as_float(h);
+          alo[rr * a.Ws + c] = __uint_as_float(l);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < WPT; ++u)
+    if (tid + u * NT < wn) wraw[tid + u * NT] = wv[u];
+  return bad;
+}
+
+// The CTA's outputs (segments [s0, s1) of filter block fb) by direct float32 sums from global
+// memory: the path of a CTA whose band or filters hold a non-finite or huge value. Out of line,
+// so that the rare path does not crowd the instruction cache of the common one.
+__device__ __noinline__ void tz_direct(const float* __restrict__ x, const float* __restrict__ w,
+                                       float* __restrict__ y, const TzArgs a, int KH, int s0,
+                                       int s1, int fb, int tid, int nt) {
+  const long long items = (long long)(s1 - s0) * kSeg * 32;
+  for (long long i = tid; i < items; i += nt) {
+    const int f = fb * 32 + int(i & 31);
+    int n, oy, ox;
+    if (!tz_pixel(a, s0 * kSeg + int(i >> 5), n, oy, ox)) continue;
+    float acc = 0.f;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int yy = oy + kh - a.pt;
+      if (yy < 0 || yy >= a.H) continue;
+      for (int kw = 0; kw < a.KW; ++kw) {
+        const int xx = ox + kw - a.pl;
+        if (xx < 0 || xx >= a.W) continue;
+        acc = fmaf(x[n * a.x_sn + yy * a.x_sh + xx], w[f * a.w_so + kh * a.w_sh + kw * a.w_sw], acc);
+      }
+    }
+    y[n * a.y_sn + oy * a.y_sh + ox * a.y_sw + f] = acc;
+  }
+}
+
+template <int KH, int NWG>
+__global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
+    single_channel_wgmma_kernel(const TzArgs a, const float* __restrict__ x,
+                                const float* __restrict__ w, float* __restrict__ y) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) float smem[];
+  constexpr int NT = 128 * NWG;
+  float* bhi = smem;                 // KH x 1024: [kh][k / 4][n][k % 4]
+  float* blo = bhi + KH * 1024;
+  float* ahi = blo + KH * 1024;      // NB x Ws band
+  float* alo = ahi + a.NB * a.Ws;
+  float* wraw = alo + a.NB * a.Ws;   // the block's 32 filters, raw: [c][kh][kw]
+  const int fb = blockIdx.y;
+  const int s0 = blockIdx.x * a.SPT, s1 = min(s0 + a.SPT, a.S);
+  const int Rb = (s0 * kSeg) / a.Ws;                       // tall row of band row 0
+  const int nb = min(a.NB, (s1 * kSeg + 8) / a.Ws - Rb + KH);
+  const int tid = threadIdx.x;
+  int bad = tz_stage<KH, NT>(x, w, a, ahi, alo, wraw, fb, Rb, nb, tid);
+  const int taps = KH * a.KW;
+  __syncthreads();
+  // B_kh[k][n] for n = ph * 32 + c, 4 k per 16-byte chunk, from the raw filters
+  for (int j = tid; j < KH * 256; j += NT) {
+    const int kh = j >> 8, kq = (j >> 7) & 1, n = j & 127;
+    const int ph = n >> 5;
+    const float* wf = wraw + b_filter(n & 31) * taps + kh * a.KW;
+    uint32_t h[4], l[4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const int tap = 4 * kq + kk - ph;
+      const float v = (tap >= 0 && tap < a.KW) ? wf[tap] : 0.f;
+      bad |= !(fabsf(v) <= 1e18f);
+      split_tf32(v, h[kk], l[kk]);
+    }
+    const int o = kh * 1024 + kq * 512 + (n >> 3) * 32 + (n & 7) * 4;
+    *reinterpret_cast<uint4*>(bhi + o) = make_uint4(h[0], h[1], h[2], h[3]);
+    *reinterpret_cast<uint4*>(blo + o) = make_uint4(l[0], l[1], l[2], l[3]);
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
+  if (__syncthreads_or(bad)) {
+    tz_direct(x, w, y, a, KH, s0, s1, fb, tid, NT);
+    return;
+  }
+  const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  // Staggered start (a.stagger): warpgroup w issues its first segment's wgmmas once w - 1's are
+  // done (named barrier w: w - 1 arrives, w waits), so the SM's first stores start one
+  // segment's MMAs in instead of after every warpgroup's (notes round 26: 2-9%).
+  int k = 0;
+  for (int s = s0 + wg; s < s1; s += NWG, ++k) {
+    float d[64];
+    if (a.stagger && k == 0 && wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
+    tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (a.stagger && k == 0 && wg + 1 < NWG)
+      asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+    tz_store(d, y, a, s, fb, wq, g, t);
+  }
+  if (a.stagger && k == 0) {  // no segment here: pass the turn on
+    if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
+    if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+  }
+#else
+  __trap();  // sm_90a only: the host launches it on compute capability 9.0 only
+#endif
+}
+
+// Shared floats of a CTA: B hi / lo, the band hi / lo, the raw filters.
+long long tz_smem_floats(long long KH, long long KW, long long NB, long long Ws) {
+  return KH * 2048 + 2 * NB * Ws + 32 * KH * KW;
+}
+
+long long tz_line(const ConvParams& p) { return (p.OW + p.KW - 1 + 3) / 4 * 4; }
+
+// Band rows a CTA of SPT segments stages at most (its segments' rows, the KH - 1 below, one
+// more for a segment that starts mid-row).
+long long tz_band_rows(const ConvParams& p, long long SPT) {
+  const long long Ws = tz_line(p);
+  return (SPT * kSeg + 8 + Ws - 1) / Ws + p.KH + 1;
+}
+
+long long tz_segments(const ConvParams& p) {
+  const long long flat = (p.N * (p.OH + p.KH - 1) - p.KH + 1) * tz_line(p);  // through the last output row
+  return (flat + kSeg - 1) / kSeg;
+}
+
+TzArgs make_tz_args(const ConvParams& p, const float* x) {
+  TzArgs a{};
+  a.x_sn = p.x_sn; a.x_sh = p.x_sh;
+  a.w_so = p.w_so; a.w_sh = p.w_sh; a.w_sw = p.w_sw;
+  a.y_sn = p.y_sn; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
+  a.N = int(p.N); a.H = int(p.H); a.W = int(p.W); a.KW = int(p.KW);
+  a.pt = int(p.pad_top); a.pl = int(p.pad_left); a.OH = int(p.OH); a.OW = int(p.OW);
+  a.Hp = int(p.OH + p.KH - 1);
+  a.Ws = int(tz_line(p));
+  a.S = int(tz_segments(p));
+  a.SPT = int(p.plan[5]);
+  a.NB = int(tz_band_rows(p, a.SPT));
+  a.stagger = int(p.plan[6]);
+  a.flat_in = p.pad_top == 0 && p.pad_left == 0 && a.Hp == p.H && a.Ws == p.W &&
+              p.OW + p.KW - 1 == p.W && p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
+  return a;
+}
+
+template <int KH>
+cudaError_t launch_kh(const TzArgs& a, int nwg, int nfb, const DeviceInfo& dev, size_t smem,
+                      const float* x, const float* w, float* y, cudaStream_t stream) {
+  auto kern = nwg == 2 ? single_channel_wgmma_kernel<KH, 2> : single_channel_wgmma_kernel<KH, 3>;
+  cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              int(smem));
+  if (err != cudaSuccess) return err;
+  return launch_ex(kern, dim3(unsigned((a.S + a.SPT - 1) / a.SPT), unsigned(nfb)),
+                   dim3(128 * nwg), smem, stream, a, x, w, y);
+}
+
+}  // namespace
+
+bool single_channel_wgmma_supported(const ConvParams& p) {
+  const int64_t* a = p.plan;
+  const long long SPT = a[5], nwg = a[7] / 128;
+  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] != 0 && a[6] != 1) ||
+      (a[7] != 256 && a[7] != 384) || SPT < nwg || SPT > 4096)
+    return false;
+  if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1 || p.M % 32 != 0 || p.M / 32 > 65535)
+    return false;
+  if (p.KH < 1 || p.KH > kMaxK || p.KW < 1 || p.KW > kMaxK || p.KH * p.KW < 2) return false;
+  if (p.N < 1 || p.H < 1 || p.W < 1 || p.OH < 1 || p.OW < 1 || p.N >= (1 << 24) ||
+      p.H >= (1 << 24) || p.W >= (1 << 24) || p.OH >= (1 << 24) || p.OW >= (1 << 24))
+    return false;
+  if (p.pad_top <= -(1 << 24) || p.pad_top >= (1 << 24) || p.pad_left <= -(1 << 24) ||
+      p.pad_left >= (1 << 24))
+    return false;
+  // contiguous input rows; the output's filters contiguous, 16-byte runs (NHWC and its kin)
+  if (p.x_sw != 1 || p.x_sn < 0 || p.x_sh < 0 || p.w_so < 0 || p.w_sh < 0 || p.w_sw < 0)
+    return false;
+  if (p.y_sc != 1 || p.y_sn < 0 || p.y_sh < 0 || p.y_sw < 0 || p.y_sn % 4 || p.y_sh % 4 ||
+      p.y_sw % 4)
+    return false;
+  // flat pixel indices of the tall stack in 32 bits, and the CTA's shared memory
+  if (tz_segments(p) * kSeg + SPT * kSeg >= (1LL << 31)) return false;
+  return tz_smem_floats(p.KH, p.KW, tz_band_rows(p, SPT), tz_line(p)) * 4 <= kMaxShared;
+}
+
+cudaError_t single_channel_wgmma_config(const ConvParams& p, long long out[2]) {
+  if (!single_channel_wgmma_supported(p)) return cudaErrorInvalidValue;
+  const long long SPT = p.plan[5];
+  out[0] = (tz_segments(p) + SPT - 1) / SPT * (p.M / 32);
+  out[1] = tz_smem_floats(p.KH, p.KW, tz_band_rows(p, SPT), tz_line(p)) * 4;
+  return cudaSuccess;
+}
+
+cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, const float* w,
+                                        float* y, cudaStream_t stream) {
+  if (!single_channel_wgmma_supported(p)) return cudaErrorInvalidValue;
+  if (p.out_elems() == 0) return cudaSuccess;
+  DeviceInfo dev;
+  cudaError_t err = current_device_info(&dev);
+  if (err != cudaSuccess) return err;
+  if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
+  const TzArgs a = make_tz_args(p, x);
+  const size_t smem = size_t(tz_smem_floats(p.KH, p.KW, a.NB, a.Ws)) * sizeof(float);
+  // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
+  // direct kernel, same answer
+  if (!aligned16(y) || (long long)smem > dev.smem_optin) return launch_direct(p, x, w, y, stream);
+  const int nwg = int(p.plan[7] / 128);
+  const int nfb = int(p.M / 32);
+  switch (p.KH) {
+    case 1: return launch_kh<1>(a, nwg, nfb, dev, smem, x, w, y, stream);
+    case 2: return launch_kh<2>(a, nwg, nfb, dev, smem, x, w, y, stream);
+    case 3: return launch_kh<3>(a, nwg, nfb, dev, smem, x, w, y, stream);
+    case 4: return launch_kh<4>(a, nwg, nfb, dev, smem, x, w, y, stream);
+    default: return launch_kh<5>(a, nwg, nfb, dev, smem, x, w, y, stream);
+  }
+}
+
+}  // namespace fastconv

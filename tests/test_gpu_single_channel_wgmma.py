@@ -1,0 +1,134 @@
+"""GPU tests of the single-channel wgmma kernel (plan division 6, cuda/single_channel_wgmma.cu,
+plan_single_channel S11; sm_90a): float32 accuracy against lax HIGHEST on every launch the
+planner offers, same bits on repeated runs, float32 semantics for non-finite inputs (a CTA that
+stages an inf or NaN computes its outputs by direct float32 sums), vmap, and the autotuner's
+measured choice with the kernel among its candidates. Marked `gpu`; skipped cleanly without a
+CUDA device, the CUDA extension, or a device and build with sm_90a.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import jax_fastconv as fc
+
+from _helpers import skip_module_without_cuda
+
+skip_module_without_cuda()
+
+from jax_fastconv import autotune  # noqa: E402
+from jax_fastconv import plan_single_channel as ps  # noqa: E402
+from _helpers import (CUDA_TARGET, ConvConfig, assert_close,  # noqa: E402
+                      assert_plans_keep_non_finite_semantics, assert_plan_vmaps_into_one_call,
+                      assert_plans_match_lax, jit_checked, measured_plan_choice, ref_conv,
+                      single_channel_candidates)
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _kernels_always(monkeypatch):
+    monkeypatch.setenv(autotune.ENV, "0")
+
+
+# the paper's K = 3 / 5 layers the kernel runs (NHWC, M % 32 == 0), small and wide maps
+PAPER = [ConvConfig(n, 1, m, h, h, k, k, (1, 1), "VALID", "NHWC", 9900 + 10 * h + k)
+         for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32)) for k in (3, 5)]
+
+
+def _random_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
+    """Layers the kernel runs: KH, KW in 1..5 (2+ taps), odd and non-square maps (a few wide),
+    M a multiple of 32, batch 1-7, every padding kind (negative pairs too), outputs with the
+    filters contiguous (NHWC and NCHW-OIHW-NHWC: the strided filter reads)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        i = len(out)
+        kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        if kh * kw < 2:
+            continue
+        h = int(rng.integers(1, 70))
+        w = int(rng.integers(200, 600)) if i % 6 == 5 else int(rng.integers(1, 70))
+        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
+        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
+               if kind == "explicit" else str(kind))
+        cfg = ConvConfig(int(rng.choice([1, 2, 3, 7])), 1, int(rng.choice([32, 64, 96])), h, w,
+                         kh, kw, (1, 1), pad, "NHWC" if i % 3 else "NCHW-OIHW-NHWC", id0 + i)
+        try:
+            shape = cfg.out_shape()
+        except Exception:
+            continue
+        if min(shape) > 0 and np.prod(shape) <= 3_000_000:
+            out.append(cfg)
+    return out
+
+
+RANDOM = _random_layers(40, 9300, 9400)
+
+
+def _tz_plans(cfg):
+    """The layer's wgmma plans: the launches candidate_plans offers (staggered start), as plans
+    of the layer, and the first of them with its warpgroups starting together (plan[6] = 0)."""
+    ex, plans = single_channel_candidates(cfg, ps.tz_supported, ps.is_tz, "the wgmma kernel")
+    assert len(plans) <= len(ps.TZ_GRIDS), ex.spec.describe()
+    for p in plans:
+        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)", p.quantities
+        assert p.kernel_attrs[6] == 1
+    first = plans[0].kernel_attrs
+    together = dataclasses.replace(plans[0], kernel_attrs=first[:6] + (0, first[7]))
+    return ex, plans + [together]
+
+
+@pytest.mark.parametrize("cfg", PAPER + RANDOM, ids=lambda c: c.id)
+def test_wgmma_launches_vs_lax(cfg):
+    ex, plans = _tz_plans(cfg)
+    # 3xTF32 sums differ from the FFMA kernel's in the last bits on a layer with several taps
+    assert_plans_match_lax(cfg, ex, plans, "the wgmma kernel",
+                           differ=cfg.kh * cfg.kw >= 9 and min(cfg.out_shape()) > 0)
+
+
+NON_FINITE = [ConvConfig(2, 1, 32, 40, 44, 5, 5, (1, 1), "SAME", "NHWC", 9951),
+              ConvConfig(3, 1, 64, 37, 36, 3, 3, (1, 1), "VALID", "NHWC", 9952),
+              ConvConfig(1, 1, 32, 30, 300, 2, 4, (1, 1), ((3, 2), (1, 4)), "NCHW-OIHW-NHWC", 9953)]
+
+
+@pytest.mark.parametrize("cfg", NON_FINITE, ids=lambda c: c.id)
+def test_wgmma_keeps_float32_semantics_for_non_finite_inputs(cfg):
+    ex, plans = _tz_plans(cfg)
+    assert_plans_keep_non_finite_semantics(cfg, ex.spec, plans)
+
+
+def test_wgmma_leaves_layers_it_does_not_run_to_the_other_kernels():
+    # NCHW output, M not a multiple of 32, a 7x7 kernel: no wgmma plan offered
+    for cfg in (ConvConfig(1, 1, 32, 64, 64, 5, 5, (1, 1), "VALID", "NCHW", 9960),
+                ConvConfig(1, 1, 48, 64, 64, 5, 5, (1, 1), "VALID", "NHWC", 9961),
+                ConvConfig(1, 1, 32, 64, 64, 7, 7, (1, 1), "VALID", "NHWC", 9962)):
+        ex = cfg.explain()
+        from jax_fastconv import hardware
+        assert ps.tz_supported(ex.spec, hardware.current_hardware()) is not None
+        assert not any(ps.is_tz(p.kernel_attrs) for p in
+                       ps.candidate_plans(ex.spec, hardware.current_hardware(), ex.plan))
+
+
+def test_wgmma_under_vmap():
+    # vmap folds into the batch: one custom call
+    cfg = ConvConfig(2, 1, 32, 48, 52, 5, 5, (1, 1), "SAME", "NHWC", 9970)
+    ex, plans = _tz_plans(cfg)
+    assert_plan_vmaps_into_one_call(cfg, ex.spec, plans[0])
+
+
+def test_autotune_measures_the_wgmma_kernel(monkeypatch, tmp_path):
+    # The first trace times the planned FFMA launch, its variants and the wgmma launches on this
+    # device and keeps the fastest (which one wins is the device's answer, not this test's).
+    cfg = ConvConfig(32, 1, 256, 56, 56, 5, 5, (1, 1), "VALID", "NHWC", 9980)
+    ex, timed = measured_plan_choice(cfg, monkeypatch, tmp_path)
+    tz = [a for a in timed if ps.is_tz(a)]
+    assert 2 <= len(tz) <= len(ps.TZ_GRIDS), timed
+    assert all(us > 0 for _, us in ex.measured.plan_us)
+    x, w = cfg.arrays()
+    out, _ = jit_checked(lambda a, b: fc.conv_general_dilated(a, b, **cfg.kwargs()), x, w,
+                         target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=f"chosen {ex.plan.kernel_attrs}")
+    autotune.clear_memory()
