@@ -2,7 +2,9 @@
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o /tmp/drv \
 //        tests/cuda/single_channel_driver.cu cuda/single_channel.cu
 //   /tmp/drv            correctness (paper-single set + random configs) then timing
-//   /tmp/drv --small    a few small cases only (for compute-sanitizer)
+//   /tmp/drv --small    a few small cases only (for compute-sanitizer; add
+//                       cuda/single_channel_wgmma.cu cuda/direct_conv.cu -DFASTCONV_HAVE_WGMMA
+//                       for the wgmma kernel's)
 //   /tmp/drv --check    correctness only;  /tmp/drv --time  timing only
 //   /tmp/drv --plans F  also check (and time, for the paper-single cases) the planner's plans
 //                       from F (python -m jax_fastconv.plan_single_channel --export F): the
@@ -735,6 +737,16 @@ int main(int argc, char** argv) {
     Case wb = paper_case(3, 21, 37, 5, 0, p8); wb.xpitch = 1; wb.name = "small wino nchw prefetch";
     int bad = 0;
     for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb, &ma, &mb, &wa, &wb}) bad += !check_case(*c, rng, true).ok;
+#ifdef FASTCONV_HAVE_WGMMA
+    // the wgmma kernel (division 6; built with cuda/single_channel_wgmma.cu and
+    // -DFASTCONV_HAVE_WGMMA): a padded NHWC band with staggered warpgroups, and the flat copy of
+    // an unpadded 3x3 map with 3 warpgroups starting together
+    long long p9[8] = {1, 6, 1, 1, 32, 2, 1, 256};
+    Case ta = paper_case(2, 21, 32, 5, 1, p9); ta.pt = 2; ta.pb = 1; ta.pl = -1; ta.pr = 2; ta.name = "small wgmma nhwc 5x5";
+    long long p10[8] = {1, 6, 1, 1, 32, 3, 0, 384};
+    Case tb = paper_case(3, 20, 64, 3, 1, p10); tb.name = "small wgmma nhwc 3x3 flat";
+    for (auto* c : {&ta, &tb}) bad += !check_case(*c, rng, true).ok;
+#endif
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
   }
