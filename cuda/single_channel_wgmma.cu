@@ -128,23 +128,58 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
   }
 }
 
-// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo) and its 32 raw filters
-// wraw[c][kh][kw]. Returns nonzero where a band value is non-finite or huge (the filters are
-// checked where B is built). All of a thread's loads are in flight before any is used.
+// B_kh[k][n] for n = ph * 32 + c (filter b_filter(c), phase ph), 4 k per 16-byte chunk: chunk
+// j = (kh, k / 4, n) holds w[f][kh][k - ph] for its 4 k (zero where k - ph is not a tap). The
+// thread's chunks j = tid, tid + NT, ... (CH of them), their taps loaded straight from global
+// memory (L2-resident, shared by every CTA of the block) before the band's loads, so both are
+// in flight together and no raw copy or barrier sits between them (round 27).
 template <int KH, int NT>
-__device__ __forceinline__ int tz_stage(const float* __restrict__ x, const float* __restrict__ w,
-                                        const TzArgs& a, float* ahi, float* alo, float* wraw,
-                                        int fb, int Rb, int nb, int tid) {
-  int bad = 0;
-  const int taps = KH * a.KW, wn = 32 * taps;
-  constexpr int WPT = (32 * KH * kMaxK + NT - 1) / NT;  // filter values per thread
-  float wv[WPT];
+struct TzFilters {
+  static constexpr int CH = (KH * 256 + NT - 1) / NT;
+  float v[CH][4];
+
+  __device__ __forceinline__ void load(const float* __restrict__ w, const TzArgs& a, int fb,
+                                       int tid) {
 #pragma unroll
-  for (int u = 0; u < WPT; ++u) {
-    const int i = tid + u * NT, c = i / taps, k = i - c * taps, kh = k / a.KW;
-    wv[u] = i < wn ? __ldg(w + (fb * 32 + c) * a.w_so + kh * a.w_sh + (k - kh * a.KW) * a.w_sw)
-                   : 0.f;
+    for (int u = 0; u < CH; ++u) {
+      const int j = tid + u * NT, kh = j >> 8, kq = (j >> 7) & 1, n = j & 127, ph = n >> 5;
+      const float* wf = w + (fb * 32 + b_filter(n & 31)) * a.w_so + kh * a.w_sh;
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int tap = 4 * kq + kk - ph;
+        v[u][kk] = (j < KH * 256 && tap >= 0 && tap < a.KW) ? __ldg(wf + tap * a.w_sw) : 0.f;
+      }
+    }
   }
+
+  // Splits the chunks into bhi / blo; nonzero where a filter value is non-finite or huge.
+  __device__ __forceinline__ int store(float* bhi, float* blo, int tid) const {
+    int bad = 0;
+#pragma unroll
+    for (int u = 0; u < CH; ++u) {
+      const int j = tid + u * NT;
+      if (j >= KH * 256) break;
+      uint32_t h[4], l[4];
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        bad |= !(fabsf(v[u][kk]) <= 1e18f);
+        split_tf32(v[u][kk], h[kk], l[kk]);
+      }
+      const int kh = j >> 8, kq = (j >> 7) & 1, n = j & 127;
+      const int o = kh * 1024 + kq * 512 + (n >> 3) * 32 + (n & 7) * 4;
+      *reinterpret_cast<uint4*>(bhi + o) = make_uint4(h[0], h[1], h[2], h[3]);
+      *reinterpret_cast<uint4*>(blo + o) = make_uint4(l[0], l[1], l[2], l[3]);
+    }
+    return bad;
+  }
+};
+
+// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo). Returns nonzero where a band
+// value is non-finite or huge. All of a thread's loads are in flight before any is used.
+template <int NT>
+__device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const TzArgs& a,
+                                             float* ahi, float* alo, int Rb, int nb, int tid) {
+  int bad = 0;
   if (a.flat_in) {
     // unpadded dense rows of W == Ws: the tall stack is x itself, the band one flat range
     const long long g0 = (long long)Rb * (a.Ws >> 2), gend = (long long)a.N * a.H * (a.Ws >> 2);
@@ -199,9 +234,6 @@ __device__ __forceinline__ int tz_stage(const float* __restrict__ x, const float
       }
     }
   }
-#pragma unroll
-  for (int u = 0; u < WPT; ++u)
-    if (tid + u * NT < wn) wraw[tid + u * NT] = wv[u];
   return bad;
 }
 
@@ -241,32 +273,15 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
   float* blo = bhi + KH * 1024;
   float* ahi = blo + KH * 1024;      // NB x Ws band
   float* alo = ahi + a.NB * a.Ws;
-  float* wraw = alo + a.NB * a.Ws;   // the block's 32 filters, raw: [c][kh][kw]
   const int fb = blockIdx.y;
   const int s0 = blockIdx.x * a.SPT, s1 = min(s0 + a.SPT, a.S);
   const int Rb = (s0 * kSeg) / a.Ws;                       // tall row of band row 0
   const int nb = min(a.NB, (s1 * kSeg + 8) / a.Ws - Rb + KH);
   const int tid = threadIdx.x;
-  int bad = tz_stage<KH, NT>(x, w, a, ahi, alo, wraw, fb, Rb, nb, tid);
-  const int taps = KH * a.KW;
-  __syncthreads();
-  // B_kh[k][n] for n = ph * 32 + c, 4 k per 16-byte chunk, from the raw filters
-  for (int j = tid; j < KH * 256; j += NT) {
-    const int kh = j >> 8, kq = (j >> 7) & 1, n = j & 127;
-    const int ph = n >> 5;
-    const float* wf = wraw + b_filter(n & 31) * taps + kh * a.KW;
-    uint32_t h[4], l[4];
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      const int tap = 4 * kq + kk - ph;
-      const float v = (tap >= 0 && tap < a.KW) ? wf[tap] : 0.f;
-      bad |= !(fabsf(v) <= 1e18f);
-      split_tf32(v, h[kk], l[kk]);
-    }
-    const int o = kh * 1024 + kq * 512 + (n >> 3) * 32 + (n & 7) * 4;
-    *reinterpret_cast<uint4*>(bhi + o) = make_uint4(h[0], h[1], h[2], h[3]);
-    *reinterpret_cast<uint4*>(blo + o) = make_uint4(l[0], l[1], l[2], l[3]);
-  }
+  TzFilters<KH, NT> filters;
+  filters.load(w, a, fb, tid);
+  int bad = tz_stage_band<NT>(x, a, ahi, alo, Rb, nb, tid);
+  bad |= filters.store(bhi, blo, tid);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
   if (__syncthreads_or(bad)) {
     tz_direct(x, w, y, a, KH, s0, s1, fb, tid, NT);
@@ -295,9 +310,9 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
 #endif
 }
 
-// Shared floats of a CTA: B hi / lo, the band hi / lo, the raw filters.
-long long tz_smem_floats(long long KH, long long KW, long long NB, long long Ws) {
-  return KH * 2048 + 2 * NB * Ws + 32 * KH * KW;
+// Shared floats of a CTA: B hi / lo, the band hi / lo.
+long long tz_smem_floats(long long KH, long long NB, long long Ws) {
+  return KH * 2048 + 2 * NB * Ws;
 }
 
 long long tz_line(const ConvParams& p) { return (p.OW + p.KW - 1 + 3) / 4 * 4; }
@@ -369,14 +384,14 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
     return false;
   // flat pixel indices of the tall stack in 32 bits, and the CTA's shared memory
   if (tz_segments(p) * kSeg + SPT * kSeg >= (1LL << 31)) return false;
-  return tz_smem_floats(p.KH, p.KW, tz_band_rows(p, SPT), tz_line(p)) * 4 <= kMaxShared;
+  return tz_smem_floats(p.KH, tz_band_rows(p, SPT), tz_line(p)) * 4 <= kMaxShared;
 }
 
 cudaError_t single_channel_wgmma_config(const ConvParams& p, long long out[2]) {
   if (!single_channel_wgmma_supported(p)) return cudaErrorInvalidValue;
   const long long SPT = p.plan[5];
   out[0] = (tz_segments(p) + SPT - 1) / SPT * (p.M / 32);
-  out[1] = tz_smem_floats(p.KH, p.KW, tz_band_rows(p, SPT), tz_line(p)) * 4;
+  out[1] = tz_smem_floats(p.KH, tz_band_rows(p, SPT), tz_line(p)) * 4;
   return cudaSuccess;
 }
 
@@ -389,7 +404,7 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   if (err != cudaSuccess) return err;
   if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
   const TzArgs a = make_tz_args(p, x);
-  const size_t smem = size_t(tz_smem_floats(p.KH, p.KW, a.NB, a.Ws)) * sizeof(float);
+  const size_t smem = size_t(tz_smem_floats(p.KH, a.NB, a.Ws)) * sizeof(float);
   // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
   // direct kernel, same answer
   if (!aligned16(y) || (long long)smem > dev.smem_optin) return launch_direct(p, x, w, y, stream);

@@ -20,6 +20,8 @@
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
 //   SC_WINO=1|2 (with --plans F): also time row-Winograd plans (plan[6] & 2) of 5x5 cases; 2: only those
+//   SC_TZ=1|2 (with --plans F, a build with the wgmma kernel): also time its launches on the
+//                       NHWC cases it runs; 2: only those
 //   SC_CLOCK=1: while each timed graph replays, a one-thread kernel on another stream samples
 //                       the SM clock (%clock64 over %globaltimer, every ~2 us, at most 2^16
 //                       samples); a "[clock]" line before the case's line gives its median (the
@@ -532,6 +534,20 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
           v.push_back({1, 5, 1, 1, MB, RB, 0, 256});
       }
     if (atoi(std::getenv("SC_MMA")) >= 3) return v;  // tensor-core plans only
+  }
+  if (std::getenv("SC_TZ") && c.ylay == 1 && c.M % 32 == 0 && c.KH <= 5 && c.KW <= 5 &&
+      c.KH * c.KW >= 2) {  // the wgmma kernel (division 6): plan_single_channel.tz_launches'
+    // grids (1, 2 or 4 CTAs per SM; 2 or 3 warpgroups), staggered start
+    const long long OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
+    const long long line = (OW + c.KW - 1 + 3) / 4 * 4;
+    const long long segs = ((c.N * (OH + c.KH - 1) - c.KH + 1) * line + 255) / 256;
+    const long long tiles = segs * (c.M / 32);
+    for (auto g : {std::pair<long long, long long>{1, 2}, {1, 3}, {2, 2}, {2, 3}, {4, 2}}) {
+      const long long spt = std::min(std::max(g.second, (tiles + g.first * 132 - 1) / (g.first * 132)),
+                                     std::max(g.second, segs));
+      v.push_back({1, 6, 1, 1, 32, spt, 1, 128 * g.second});
+    }
+    if (atoi(std::getenv("SC_TZ")) >= 2) return v;  // wgmma plans only
   }
   if (std::getenv("SC_WINO") && c.KH == 5 && c.KW == 5) {  // row-Winograd products
     const long long OH = c.H + c.pt + c.pb - c.KH + 1, M = c.M;
