@@ -174,20 +174,18 @@ struct TzFilters {
   }
 };
 
-// Band rows r0 .. r1 - 1 of the CTA's band (tall rows Rb + r0 ..), split hi / lo, by threads
-// tid = 0 .. NT - 1. Returns nonzero where a value is non-finite or huge. All of a thread's loads
-// are in flight before any is used.
+// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo). Returns nonzero where a band
+// value is non-finite or huge. All of a thread's loads are in flight before any is used.
 template <int NT>
 __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const TzArgs& a,
-                                             float* ahi, float* alo, int Rb, int r0, int r1,
-                                             int tid) {
+                                             float* ahi, float* alo, int Rb, int nb, int tid) {
   int bad = 0;
   if (a.flat_in) {
     // unpadded dense rows of W == Ws: the tall stack is x itself, the band one flat range
     const long long g0 = (long long)Rb * (a.Ws >> 2), gend = (long long)a.N * a.H * (a.Ws >> 2);
-    const int total = r1 * (a.Ws >> 2);
+    const int total = nb * (a.Ws >> 2);
     constexpr int U = 8;
-    for (int i0 = r0 * (a.Ws >> 2) + tid; i0 < total; i0 += NT * U) {
+    for (int i0 = tid; i0 < total; i0 += NT * U) {
       float4 v[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -212,7 +210,7 @@ __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const 
     }
   } else {
     const int Wp = a.OW + a.KW - 1;
-    for (int rr = r0 + (tid >> 5); rr < r1; rr += NT / 32) {  // a warp per row, 4 loads in flight
+    for (int rr = tid >> 5; rr < nb; rr += NT / 32) {  // a warp per band row, 4 loads in flight
       const int R = Rb + rr, n = R / a.Hp, yy = R - n * a.Hp - a.pt;
       const bool rowok = n < a.N && yy >= 0 && yy < a.H;
       const float* src = x + (rowok ? n * a.x_sn + yy * a.x_sh : 0);
@@ -274,19 +272,15 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
   float* bhi = smem;                 // KH x 1024: [kh][k / 4][n][k % 4]
   float* blo = bhi + KH * 1024;
   float* ahi = blo + KH * 1024;      // NB x Ws band
-  float* alo = ahi + a.NB * a.Ws;   // then the rest_bad flag
+  float* alo = ahi + a.NB * a.Ws;
   const int fb = blockIdx.y;
   const int s0 = blockIdx.x * a.SPT, s1 = min(s0 + a.SPT, a.S);
   const int Rb = (s0 * kSeg) / a.Ws;                       // tall row of band row 0
   const int nb = min(a.NB, (s1 * kSeg + 8) / a.Ws - Rb + KH);
   const int tid = threadIdx.x;
-  // Phase A, all threads: B and the band rows the first segment reads (its 64 rows r, k <= 7,
-  // kh <= KH - 1). Phase B: warpgroups 1.. stage the rest while warpgroup 0 runs that segment
-  // (round 27), and warpgroup 0 waits for them (named barrier 15) before its second segment.
   TzFilters<KH, NT> filters;
   filters.load(w, a, fb, tid);
-  const int rA = min(nb, (s0 * kSeg - Rb * a.Ws + kSeg + 3) / a.Ws + KH);
-  int bad = tz_stage_band<NT>(x, a, ahi, alo, Rb, 0, rA, tid);
+  int bad = tz_stage_band<NT>(x, a, ahi, alo, Rb, nb, tid);
   bad |= filters.store(bhi, blo, tid);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
   if (__syncthreads_or(bad)) {
@@ -294,33 +288,11 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
     return;
   }
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  int& rest_bad = *reinterpret_cast<int*>(alo + a.NB * a.Ws);  // a non-finite value past the
-                                                                 // first segment's rows
-  int first = s0 + wg;      // this warpgroup's first segment
-  if (wg > 0) {
-    int b = tz_stage_band<NT - 128>(x, a, ahi, alo, Rb, rA, nb, tid - 128);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    asm volatile("{\n.reg .pred p, q;\nsetp.ne.s32 p, %1, 0;\nbar.red.or.pred q, 14, %2, p;\n"
-                 "selp.s32 %0, 1, 0, q;\n}\n"
-                 : "=r"(b) : "r"(b), "n"(NT - 128) : "memory");
-    if (tid == 128) rest_bad = b;
-    asm volatile("bar.arrive 15, %0;\n" ::"n"(NT) : "memory");
-    if (b) {  // segment s0 is clean (warpgroup 0 stores it); the rest by direct sums
-      tz_direct(x, w, y, a, KH, s0 + 1, s1, fb, tid - 128, NT - 128);
-      first = s1;
-    }
-  }
   // Staggered start (a.stagger): warpgroup w issues its first segment's wgmmas once w - 1's are
   // done (named barrier w: w - 1 arrives, w waits), so the SM's first stores start one
   // segment's MMAs in instead of after every warpgroup's (notes round 26: 2-9%).
   int k = 0;
-  bool rest_seen = wg > 0;
-  for (int s = first; s < s1; s += NWG, ++k) {
-    if (wg == 0 && k == 1) {
-      asm volatile("bar.sync 15, %0;\n" ::"n"(NT) : "memory");
-      rest_seen = true;
-      if (rest_bad) break;
-    }
+  for (int s = s0 + wg; s < s1; s += NWG, ++k) {
     float d[64];
     if (a.stagger && k == 0 && wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
     tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
@@ -329,7 +301,6 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
       asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
     tz_store(d, y, a, s, fb, wq, g, t);
   }
-  if (!rest_seen) asm volatile("bar.sync 15, %0;\n" ::"n"(NT) : "memory");
   if (a.stagger && k == 0) {  // no segment here: pass the turn on
     if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
     if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
@@ -339,9 +310,9 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
 #endif
 }
 
-// Shared floats of a CTA: B hi / lo, the band hi / lo, a flag (rounded up to 16 bytes).
+// Shared floats of a CTA: B hi / lo, the band hi / lo.
 long long tz_smem_floats(long long KH, long long NB, long long Ws) {
-  return KH * 2048 + 2 * NB * Ws + 4;
+  return KH * 2048 + 2 * NB * Ws;
 }
 
 long long tz_line(const ConvParams& p) { return (p.OW + p.KW - 1 + 3) / 4 * 4; }
