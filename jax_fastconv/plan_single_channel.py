@@ -406,13 +406,13 @@ def tz_segments(spec) -> int:
 
 
 def tz_shared_bytes(spec, SPT: int) -> int:
-    """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each) and the band's hi / lo copies
-    of its rows (SPT segments' rows, the KH - 1 below, one more for a segment starting
-    mid-row)."""
+    """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each), the band's hi / lo copies of
+    its rows (SPT segments' rows, the KH - 1 below, one more for a segment starting mid-row)
+    and 256 floats of slack (compute-sanitizer's view of a wgmma read: the .cu file)."""
     d = spec.dims
     KH, line = d["KH"], _mma_line(spec)
     rows = _cdiv(SPT * TZ_SEGMENT + 8, line) + KH + 1
-    return 4 * (KH * 2048 + 2 * rows * line)
+    return 4 * (KH * 2048 + 2 * rows * line + 256)
 
 
 def tz_supported(spec, hw) -> str | None:

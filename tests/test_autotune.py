@@ -448,7 +448,7 @@ def test_wgmma_geometry_matches_the_kernel():
     spec = spec_from_logical(32, 1, 56, 56, 256, 5, 5, padding="VALID", layout="NHWC")
     assert ps.tz_segments(spec) == -(-((32 * 56 - 4) * 56) // 256)
     rows = -(-(12 * 256 + 8) // 56) + 5 + 1
-    assert ps.tz_shared_bytes(spec, 12) == 4 * (5 * 2048 + 2 * rows * 56)
+    assert ps.tz_shared_bytes(spec, 12) == 4 * (5 * 2048 + 2 * rows * 56 + 256)
 
 
 def test_candidate_plans_leave_other_methods_alone():
