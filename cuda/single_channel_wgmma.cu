@@ -34,7 +34,7 @@
 
 #include "kernels.h"
 #include "launch_util.h"
-#include "wgmma_tf32.cuh"
+#include "toeplitz_wgmma.cuh"  // b_filter, tz_mma, tz_gather, tz_pixel
 
 namespace fastconv {
 namespace {
@@ -56,53 +56,6 @@ struct TzArgs {
   int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
   int stagger;  // plan[6] == 1: warpgroups start their first segment in turn
 };
-
-// B row n = ph * 32 + c (c = 8 j + 2 t + e, the accumulator column of lane t's pair j) holds
-// filter 16 (j / 2) + 4 t + 2 (j % 2) + e: lane t then owns filters 4t..4t+3 and 16+4t..16+4t+3.
-__device__ __forceinline__ int b_filter(int c) {
-  const int j = c >> 3, t = (c >> 1) & 3, e = c & 1;
-  return 16 * (j >> 1) + 4 * t + 2 * (j & 1) + e;
-}
-
-// One segment's KH x 3 wgmmas into d (asynchronous: commit, then wait before reading d). KH is a
-// template parameter: with a runtime trip count ptxas serializes the wgmmas (C7520).
-template <int KH>
-__device__ __forceinline__ void tz_mma(float (&d)[64], const float* ahi, const float* alo,
-                                       const float* bhi, const float* blo, int ao, int Ws) {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-  for (int kh = 0; kh < KH; ++kh) {
-    const uint64_t dah = desc(ahi + ao + kh * Ws, 16, 128), dal = desc(alo + ao + kh * Ws, 16, 128);
-    const uint64_t dbh = desc(bhi + kh * 1024, 2048, 128), dbl = desc(blo + kh * 1024, 2048, 128);
-    wgmma_m64n128k8(d, dal, dbh, kh);
-    wgmma_m64n128k8(d, dah, dbl, 1);
-    wgmma_m64n128k8(d, dah, dbh, 1);
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-// Lane (g, t)'s sums of row half h (row 16 w + g + 8 h) and filter half q, in b_filter's column
-// order: v[ph][i] = pixel 4 r + ph, filter 16 q + 4 t + i of the block.
-__device__ __forceinline__ void tz_gather(const float (&d)[64], int h, int q, float (&v)[4][4]) {
-#pragma unroll
-  for (int ph = 0; ph < 4; ++ph) {
-    const int j0 = 4 * ph + 2 * q;
-    v[ph][0] = d[4 * j0 + 2 * h];
-    v[ph][1] = d[4 * j0 + 2 * h + 1];
-    v[ph][2] = d[4 * (j0 + 1) + 2 * h];
-    v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
-  }
-}
-
-// Flat pixel P of the tall stack -> image n, output row oy, column ox; false where it is no
-// output (a padding row of the stack, a column past OW, past the batch).
-__device__ __forceinline__ bool tz_pixel(const TzArgs& a, int P, int& n, int& oy, int& ox) {
-  const int R = P / a.Ws;
-  ox = P - R * a.Ws;
-  n = R / a.Hp;
-  oy = R - n * a.Hp;
-  return n < a.N && oy < a.OH && ox < a.OW;
-}
 
 // Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
 // (the prototype's LEAN path: a small unrolled body for the instruction cache, round 26).

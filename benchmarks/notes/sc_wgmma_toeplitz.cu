@@ -43,7 +43,8 @@
 #include <vector>
 
 #include "probe_timing.cuh"  // CK (returns 1), time_graph, globaltimer
-#include "wgmma_tf32.cuh"    // (cuda/, -Icuda) split_tf32, desc, the wgmma shapes
+#include "toeplitz_wgmma.cuh"  // (cuda/, -Icuda) b_filter, tz_mma, tz_gather, tz_pixel; the
+                                // wgmma helpers (split_tf32, desc, the shapes)
 using namespace fastconv;
 
 // CK for void contexts: print and exit.
@@ -72,54 +73,6 @@ struct TzParams {
 };
 
 constexpr int kStageFloats = 32 * 260;  // one warpgroup's output staging buffer (mode 64)
-
-// B row n = ph * 32 + c (c = 8 j + 2 t + e, the accumulator column of lane t's pair j) holds
-// filter 16 (j / 2) + 4 t + 2 (j % 2) + e: lane t then owns filters 4t..4t+3 and 16+4t..16+4t+3.
-__device__ __forceinline__ int b_filter(int c) {
-  const int j = c >> 3, t = (c >> 1) & 3, e = c & 1;
-  return 16 * (j >> 1) + 4 * t + 2 * (j & 1) + e;
-}
-
-// One segment's 3 KH wgmmas into d (asynchronous: commit, then wait before reading d). KH is a
-// template parameter: with a runtime trip count ptxas serializes the wgmmas (C7520, a wait after
-// each: "compiler-inserted WG.AR in divergent path"), as every build of round 25 did.
-template <int KH>
-__device__ __forceinline__ void tz_mma(float (&d)[64], const float* ahi, const float* alo,
-                                       const float* bhi, const float* blo, int ao, int Ws) {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-  for (int kh = 0; kh < KH; ++kh) {
-    const uint64_t dah = desc(ahi + ao + kh * Ws, 16, 128), dal = desc(alo + ao + kh * Ws, 16, 128);
-    const uint64_t dbh = desc(bhi + kh * 1024, 2048, 128), dbl = desc(blo + kh * 1024, 2048, 128);
-    wgmma_m64n128k8(d, dal, dbh, kh);
-    wgmma_m64n128k8(d, dah, dbl, 1);
-    wgmma_m64n128k8(d, dah, dbh, 1);
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-// Lane (g, t)'s sums of row half h (A row 16 w + g + 8 h) and filter half q, by b_filter's
-// column order: v[ph][i] = pixel 4 r + ph, filter 16 q + 4 t + i of the block.
-__device__ __forceinline__ void tz_gather(const float (&d)[64], int h, int q, float (&v)[4][4]) {
-#pragma unroll
-  for (int ph = 0; ph < 4; ++ph) {
-    const int j0 = 4 * ph + 2 * q;
-    v[ph][0] = d[4 * j0 + 2 * h];
-    v[ph][1] = d[4 * j0 + 2 * h + 1];
-    v[ph][2] = d[4 * (j0 + 1) + 2 * h];
-    v[ph][3] = d[4 * (j0 + 1) + 2 * h + 1];
-  }
-}
-
-// Flat pixel P of the tall stack (tall row * Ws + column) -> image n, output row oy, column ox;
-// false where it is no output (a padding row of the stack, a column past OW, past the batch).
-__device__ __forceinline__ bool tz_pixel(const TzParams& p, int P, int& n, int& oy, int& ox) {
-  const int R = P / p.Ws;
-  ox = P - R * p.Ws;
-  n = R / p.Hp;
-  oy = R - n * p.Hp;
-  return n < p.N && oy < p.OH && ox < p.OW;
-}
 
 // Segment s's outputs from the accumulators (lane layout: see b_filter). LEAN: only the common
 // case (whole 32-filter blocks, NHWC or NCHW with OW % 4 == 0, streaming float4 stores, no
