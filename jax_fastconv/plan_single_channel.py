@@ -121,8 +121,9 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     stacked into one tall map, a CTA stages a flat band of it (hi / lo TF32 copies) and reads it
     as wgmma's shared-memory A operand through a descriptor whose rows overlap (A[r][k] =
     band[4 r + k + kh Ws]), so no thread loads an operand element; B holds the 32 filters of a
-    block at 4 pixel phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, 0,
-    128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups. Runs NHWC-like outputs
+    block at 4 pixel phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT,
+    stagger, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups starting their
+    first segments in turn (stagger = 1, the launches offered) or together. Runs NHWC-like outputs
     (filters contiguous), M % 32 == 0, KH and KW <= 5. Not planned by a rule: `candidate_plans`
     offers TZ_GRIDS' launches to the autotuner (prototype, H200, graph timing: b32 56^2 K5 NHWC
     29.6 us against 33.0 for the best FFMA launch, b1 1024^2 K5 NHWC 37.4 against 45.6; the
@@ -428,6 +429,8 @@ def tz_supported(spec, hw) -> str | None:
         return "not a stride-1 single-channel layer"
     if d["M"] % 32:
         return "M not a multiple of 32 (whole 32-filter blocks)"
+    if d["M"] // 32 > 65535:
+        return "over 65535 blocks of 32 filters (the grid's y extent)"
     if not (d["KH"] <= TZ_MAX_K and d["KW"] <= TZ_MAX_K and d["KH"] * d["KW"] >= 2):
         return f"a {d['KH']}x{d['KW']} kernel (2 to {TZ_MAX_K}x{TZ_MAX_K} taps)"
     if not spec.out_filters_in_fours or spec.lhs_strides[3] != 1:
