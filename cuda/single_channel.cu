@@ -897,16 +897,13 @@ bool mma_plan(const ConvParams& p) {
          single_channel_mma_supported(p);
 }
 
-// A plan for the wgmma kernel (division 6: [1, 6, 1, 1, 32, SPT, 0, 128 NWG]) on a layer it runs,
-// in a build that has it (the architectures include 90).
-bool wgmma_plan(const ConvParams& p) {
 #ifdef FASTCONV_HAVE_WGMMA
+// A plan for the wgmma kernel (division 6: [1, 6, 1, 1, 32, SPT, stagger, 128 NWG]) on a layer
+// it runs (builds whose architectures include 90 only).
+bool wgmma_plan(const ConvParams& p) {
   return p.plan[1] == 6 && single_channel_wgmma_supported(p);
-#else
-  (void)p;
-  return false;
-#endif
 }
+#endif
 
 // single_channel_launch_config's answer for a kernel without tiles: its division, 256
 // threads, no tiles or grid to report, layout -1 (the kernel picks its store order).

@@ -263,15 +263,6 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
 #endif
 }
 
-// Shared floats of a CTA: B hi / lo, the band hi / lo, and kSlack floats past the band: a wgmma
-// reads the Toeplitz A operand's 64 rows x 8 k from 1040 bytes (rows 16 bytes apart), but
-// compute-sanitizer's memcheck takes it for a dense 64 x 8 tile of 2048 bytes from the
-// descriptor's start (round 27), so the last segment's reads would look out of bounds.
-constexpr long long kSlack = 256;
-long long tz_smem_floats(long long KH, long long NB, long long Ws) {
-  return KH * 2048 + 2 * NB * Ws + kSlack;
-}
-
 long long tz_line(const ConvParams& p) { return (p.OW + p.KW - 1 + 3) / 4 * 4; }
 
 // Band rows a CTA of SPT segments stages at most (its segments' rows, the KH - 1 below, one
@@ -284,6 +275,15 @@ long long tz_band_rows(const ConvParams& p, long long SPT) {
 long long tz_segments(const ConvParams& p) {
   const long long flat = (p.N * (p.OH + p.KH - 1) - p.KH + 1) * tz_line(p);  // through the last output row
   return (flat + kSeg - 1) / kSeg;
+}
+
+// Shared bytes of a CTA of SPT segments: B hi / lo, the band hi / lo, and kSlack floats past
+// the band: a wgmma reads the Toeplitz A operand's 64 rows x 8 k from 1040 bytes (rows 16 bytes
+// apart), but compute-sanitizer's memcheck takes it for a dense 64 x 8 tile of 2048 bytes from
+// the descriptor's start (round 27), so the last segment's reads would look out of bounds.
+constexpr long long kSlack = 256;
+long long tz_shared_bytes(const ConvParams& p, long long SPT) {
+  return 4 * (p.KH * 2048 + 2 * tz_band_rows(p, SPT) * tz_line(p) + kSlack);
 }
 
 TzArgs make_tz_args(const ConvParams& p, const float* x) {
@@ -341,14 +341,14 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
     return false;
   // flat pixel indices of the tall stack in 32 bits, and the CTA's shared memory
   if (tz_segments(p) * kSeg + SPT * kSeg >= (1LL << 31)) return false;
-  return tz_smem_floats(p.KH, tz_band_rows(p, SPT), tz_line(p)) * 4 <= kMaxShared;
+  return tz_shared_bytes(p, SPT) <= kMaxShared;
 }
 
 cudaError_t single_channel_wgmma_config(const ConvParams& p, long long out[2]) {
   if (!single_channel_wgmma_supported(p)) return cudaErrorInvalidValue;
   const long long SPT = p.plan[5];
   out[0] = (tz_segments(p) + SPT - 1) / SPT * (p.M / 32);
-  out[1] = tz_smem_floats(p.KH, tz_band_rows(p, SPT), tz_line(p)) * 4;
+  out[1] = tz_shared_bytes(p, SPT);
   return cudaSuccess;
 }
 
@@ -361,7 +361,7 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   if (err != cudaSuccess) return err;
   if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
   const TzArgs a = make_tz_args(p, x);
-  const size_t smem = size_t(tz_smem_floats(p.KH, a.NB, a.Ws)) * sizeof(float);
+  const size_t smem = size_t(tz_shared_bytes(p, a.SPT));
   // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
   // direct kernel, same answer
   if (!aligned16(y) || (long long)smem > dev.smem_optin) return launch_direct(p, x, w, y, stream);

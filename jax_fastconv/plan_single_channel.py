@@ -449,11 +449,12 @@ def tz_launches(spec, hw) -> list[tuple[int, int]]:
     """The (SPT, NWG) launches offered to the autotuner: per TZ_GRIDS entry, the fewest segments
     per CTA that give at most that many CTAs per SM (and one segment per warpgroup), distinct
     and within shared memory."""
-    tiles = tz_segments(spec) * (spec.dims["M"] // 32)
+    segments = tz_segments(spec)
+    tiles = segments * (spec.dims["M"] // 32)
     out = []
     for per_sm, nwg in TZ_GRIDS:
         spt = max(nwg, _cdiv(tiles, per_sm * hw.sm_count))
-        spt = min(spt, max(nwg, tz_segments(spec)))
+        spt = min(spt, max(nwg, segments))
         if (spt, nwg) not in out and tz_shared_bytes(spec, spt) <= TZ_SHARED:
             out.append((spt, nwg))
     return out
