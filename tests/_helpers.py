@@ -464,6 +464,17 @@ def measured_plan_choice(cfg: ConvConfig, monkeypatch, tmp_path):
     return ex, [tuple(a) for a, _ in ex.measured.plan_us]
 
 
+def assert_chosen_plan_matches_lax(cfg: ConvConfig, ex) -> None:
+    """After measured_plan_choice: the plan the autotuner kept runs as one custom call under jit
+    and matches lax HIGHEST; then the autotuner's memory is cleared for the next test."""
+    from jax_fastconv import autotune
+    x, w = cfg.arrays()
+    out, _ = jit_checked(lambda a, b: fc.conv_general_dilated(a, b, **cfg.kwargs()), x, w,
+                         target=CUDA_TARGET, expect_calls=1)
+    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=f"chosen {ex.plan.kernel_attrs}")
+    autotune.clear_memory()
+
+
 def assert_float32_non_finite_semantics(fn, cfg):
     """fn(x, w) (one custom call) with inf, -inf and NaN planted in cfg's input: NaN and +-inf
     exactly where float32 FMAs put them (a float64 direct convolution), the finite outputs

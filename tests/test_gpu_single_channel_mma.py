@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-import jax_fastconv as fc
-
 from _helpers import skip_module_without_cuda
 
 skip_module_without_cuda()
 
 from jax_fastconv import autotune  # noqa: E402
 from jax_fastconv import plan_single_channel as ps  # noqa: E402
-from _helpers import (CUDA_TARGET, ConvConfig, assert_close,  # noqa: E402
+from _helpers import (ConvConfig, assert_chosen_plan_matches_lax,  # noqa: E402
                       assert_plans_keep_non_finite_semantics, assert_plan_vmaps_into_one_call,
-                      assert_plans_match_lax, jit_checked, measured_plan_choice,
-                      random_single_channel_layers, ref_conv, single_channel_candidates)
+                      assert_plans_match_lax, measured_plan_choice, random_single_channel_layers,
+                      single_channel_candidates)
 
 pytestmark = pytest.mark.gpu
 
@@ -81,8 +79,4 @@ def test_autotune_measures_the_tensor_cores(monkeypatch, tmp_path):
     mma = [a for a in timed if ps.is_mma(a)]
     assert len(mma) == ps.MMA_TRIES, timed
     assert all(us > 0 for _, us in ex.measured.plan_us)
-    x, w = cfg.arrays()
-    out, _ = jit_checked(lambda a, b: fc.conv_general_dilated(a, b, **cfg.kwargs()), x, w,
-                         target=CUDA_TARGET, expect_calls=1)
-    assert_close(out, ref_conv(x, w, **cfg.kwargs()), what=f"chosen {ex.plan.kernel_attrs}")
-    autotune.clear_memory()
+    assert_chosen_plan_matches_lax(cfg, ex)
