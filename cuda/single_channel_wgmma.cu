@@ -12,7 +12,7 @@
 //
 // The GEMM. The padded images are stacked into one tall map (rows of stride Ws floats, Ws % 4
 // == 0, Hp = OH + KH - 1 rows per image); a CTA stages tall rows Rb .. Rb + nb - 1 of it as a
-// flat band, split into hi / lo TF32 copies. For flat pixel p of the band, filter row kh and tap
+// flat band, split into hi / lo TF32 copies (with A from registers: once, unsplit). For flat pixel p of the band, filter row kh and tap
 // kw the product reads band[p + kh Ws + kw]. With p = 4 r + ph (ph = 0..3):
 //   out[4 r + ph][f] = sum_kh sum_k band[4 r + kh Ws + k] * B_kh[k][ph, f],
 //   B_kh[k][ph, f] = w[f][kh][k - ph] (zero where k - ph is not a tap), k = 0..7 (KW <= 5),
@@ -22,7 +22,9 @@
 // filters, no im2col copy; 3xTF32 issues 3 per (segment, kh).
 //   CTA     = NWG warpgroups (plan[7] = 128 NWG threads), one 32-filter block (grid.y) and SPT
 //             consecutive segments (plan[5]); warpgroup w takes segments w, w + NWG, ...;
-//             plan[6] = 1: their first segments in turn (staggered start).
+//             plan[6] & 1: their first segments in turn (staggered start); plan[6] & 2: A from
+//             registers (each lane loads its fragment of the unsplit band and splits it), so
+//             wgmma reads only B from shared memory (round 28).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
 //             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
 //             per pixel: the output's filters contiguous (NHWC), whole 32-filter blocks.
@@ -54,7 +56,7 @@ struct TzArgs {
   int SPT;      // segments per CTA
   int NB;       // band rows a CTA stages (at most)
   int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
-  int stagger;  // plan[6] == 1: warpgroups start their first segment in turn
+  int stagger;  // plan[6] & 1: warpgroups start their first segment in turn
 };
 
 // Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
@@ -127,9 +129,10 @@ struct TzFilters {
   }
 };
 
-// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo). Returns nonzero where a band
-// value is non-finite or huge. All of a thread's loads are in flight before any is used.
-template <int NT>
+// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo; RAW: unsplit, in ahi only).
+// Returns nonzero where a band value is non-finite or huge. All of a thread's loads are in
+// flight before any is used.
+template <int NT, bool RAW>
 __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const TzArgs& a,
                                              float* ahi, float* alo, int Rb, int nb, int tid) {
   int bad = 0;
@@ -151,14 +154,20 @@ __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const 
         const int i = i0 + u * NT;
         if (i >= total) break;
         const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-        uint32_t h[4], l[4];
+        if constexpr (RAW) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          bad |= !(fabsf(e[k]) <= 1e18f);
-          split_tf32(e[k], h[k], l[k]);
+          for (int k = 0; k < 4; ++k) bad |= !(fabsf(e[k]) <= 1e18f);
+          reinterpret_cast<float4*>(ahi)[i] = v[u];
+        } else {
+          uint32_t h[4], l[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            bad |= !(fabsf(e[k]) <= 1e18f);
+            split_tf32(e[k], h[k], l[k]);
+          }
+          reinterpret_cast<uint4*>(ahi)[i] = make_uint4(h[0], h[1], h[2], h[3]);
+          reinterpret_cast<uint4*>(alo)[i] = make_uint4(l[0], l[1], l[2], l[3]);
         }
-        reinterpret_cast<uint4*>(ahi)[i] = make_uint4(h[0], h[1], h[2], h[3]);
-        reinterpret_cast<uint4*>(alo)[i] = make_uint4(l[0], l[1], l[2], l[3]);
       }
     }
   } else {
@@ -179,10 +188,14 @@ __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const 
           const int c = c0 + 32 * u;
           if (c >= a.Ws) break;
           bad |= !(fabsf(v[u]) <= 1e18f);
-          uint32_t h, l;
-          split_tf32(v[u], h, l);
-          ahi[rr * a.Ws + c] = __uint_as_float(h);
-          alo[rr * a.Ws + c] = __uint_as_float(l);
+          if constexpr (RAW) {
+            ahi[rr * a.Ws + c] = v[u];
+          } else {
+            uint32_t h, l;
+            split_tf32(v[u], h, l);
+            ahi[rr * a.Ws + c] = __uint_as_float(h);
+            alo[rr * a.Ws + c] = __uint_as_float(l);
+          }
         }
       }
     }
@@ -215,8 +228,35 @@ __device__ __noinline__ void tz_direct(const float* __restrict__ x, const float*
   }
 }
 
-template <int KH, int NWG>
-__global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
+// One segment's KH x 3 wgmmas with A from registers (plan[6] & 2): each lane loads its fragment
+// of the unsplit float32 band with ld.shared (rows 16 bytes apart: conflict-free) and splits it,
+// so wgmma reads only B from shared memory, 4 KB per product against 6 KB (round 26's probe:
+// streaming stores beside wgmma RS kept their rate, beside SS lost 10-20%). All KH fragments
+// stay live until the wait (146 registers at KH = 5: one CTA of 2 warpgroups per SM).
+template <int KH>
+__device__ __forceinline__ void tz_mma_rs(float (&d)[64], const float* band, const float* bhi,
+                                          const float* blo, int ao, int Ws, int wq, int g, int t) {
+  uint32_t ah[KH][4], al[KH][4];
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const float* p = band + ao + kh * Ws + 4 * (16 * wq + g) + t;
+    const float v[4] = {p[0], p[32], p[4], p[36]};  // rows g, g + 8 at k = t, then k = t + 4
+#pragma unroll
+    for (int i = 0; i < 4; ++i) split_tf32(v[i], ah[kh][i], al[kh][i]);
+  }
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const uint64_t dbh = desc(bhi + kh * 1024, 2048, 128), dbl = desc(blo + kh * 1024, 2048, 128);
+    wgmma_rs_m64n128k8(d, al[kh], dbh, kh);
+    wgmma_rs_m64n128k8(d, ah[kh], dbl, 1);
+    wgmma_rs_m64n128k8(d, ah[kh], dbh, 1);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int KH, int NWG, bool RS>
+__global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     single_channel_wgmma_kernel(const TzArgs a, const float* __restrict__ x,
                                 const float* __restrict__ w, float* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -225,7 +265,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
   float* bhi = smem;                 // KH x 1024: [kh][k / 4][n][k % 4]
   float* blo = bhi + KH * 1024;
   float* ahi = blo + KH * 1024;      // NB x Ws band
-  float* alo = ahi + a.NB * a.Ws;
+  float* alo = ahi + a.NB * a.Ws;    // (RS: the band once, unsplit, in ahi)
   const int fb = blockIdx.y;
   const int s0 = blockIdx.x * a.SPT, s1 = min(s0 + a.SPT, a.S);
   const int Rb = (s0 * kSeg) / a.Ws;                       // tall row of band row 0
@@ -233,7 +273,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
   const int tid = threadIdx.x;
   TzFilters<KH, NT> filters;
   filters.load(w, a, fb, tid);
-  int bad = tz_stage_band<NT>(x, a, ahi, alo, Rb, nb, tid);
+  int bad = tz_stage_band<NT, RS>(x, a, ahi, alo, Rb, nb, tid);
   bad |= filters.store(bhi, blo, tid);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
   if (__syncthreads_or(bad)) {
@@ -248,7 +288,10 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 ? 2 : 1)
   for (int s = s0 + wg; s < s1; s += NWG, ++k) {
     float d[64];
     if (a.stagger && k == 0 && wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
-    tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
+    if constexpr (RS)
+      tz_mma_rs<KH>(d, ahi, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws, wq, g, t);
+    else
+      tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (a.stagger && k == 0 && wg + 1 < NWG)
       asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
@@ -277,13 +320,13 @@ long long tz_segments(const ConvParams& p) {
   return (flat + kSeg - 1) / kSeg;
 }
 
-// Shared bytes of a CTA of SPT segments: B hi / lo, the band hi / lo, and kSlack floats past
-// the band: a wgmma reads the Toeplitz A operand's 64 rows x 8 k from 1040 bytes (rows 16 bytes
+// Shared bytes of a CTA of SPT segments: B hi / lo, the band hi / lo (rs: once, unsplit), and
+// kSlack floats past the band: a wgmma reads the Toeplitz A operand's 64 rows x 8 k from 1040 bytes (rows 16 bytes
 // apart), but compute-sanitizer's memcheck takes it for a dense 64 x 8 tile of 2048 bytes from
 // the descriptor's start (round 27), so the last segment's reads would look out of bounds.
 constexpr long long kSlack = 256;
-long long tz_shared_bytes(const ConvParams& p, long long SPT) {
-  return 4 * (p.KH * 2048 + 2 * tz_band_rows(p, SPT) * tz_line(p) + kSlack);
+long long tz_shared_bytes(const ConvParams& p, long long SPT, bool rs) {
+  return 4 * (p.KH * 2048 + (rs ? 1 : 2) * tz_band_rows(p, SPT) * tz_line(p) + kSlack);
 }
 
 TzArgs make_tz_args(const ConvParams& p, const float* x) {
@@ -298,16 +341,19 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
   a.S = int(tz_segments(p));
   a.SPT = int(p.plan[5]);
   a.NB = int(tz_band_rows(p, a.SPT));
-  a.stagger = int(p.plan[6]);
+  a.stagger = int(p.plan[6] & 1);
   a.flat_in = p.pad_top == 0 && p.pad_left == 0 && a.Hp == p.H && a.Ws == p.W &&
               p.OW + p.KW - 1 == p.W && p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
   return a;
 }
 
 template <int KH>
-cudaError_t launch_kh(const TzArgs& a, int nwg, int nfb, const DeviceInfo& dev, size_t smem,
+cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, int nfb, const DeviceInfo& dev, size_t smem,
                       const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = nwg == 2 ? single_channel_wgmma_kernel<KH, 2> : single_channel_wgmma_kernel<KH, 3>;
+  auto kern = rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true>
+                            : single_channel_wgmma_kernel<KH, 3, true>)
+                 : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false>
+                             : single_channel_wgmma_kernel<KH, 3, false>);
   cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               int(smem));
@@ -321,7 +367,7 @@ cudaError_t launch_kh(const TzArgs& a, int nwg, int nfb, const DeviceInfo& dev, 
 bool single_channel_wgmma_supported(const ConvParams& p) {
   const int64_t* a = p.plan;
   const long long SPT = a[5], nwg = a[7] / 128;
-  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] != 0 && a[6] != 1) ||
+  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 3) ||
       (a[7] != 256 && a[7] != 384) || SPT < nwg || SPT > 4096)
     return false;
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1 || p.M % 32 != 0 || p.M / 32 > 65535)
@@ -341,14 +387,14 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
     return false;
   // flat pixel indices of the tall stack in 32 bits, and the CTA's shared memory
   if (tz_segments(p) * kSeg + SPT * kSeg >= (1LL << 31)) return false;
-  return tz_shared_bytes(p, SPT) <= kMaxShared;
+  return tz_shared_bytes(p, SPT, a[6] & 2) <= kMaxShared;
 }
 
 cudaError_t single_channel_wgmma_config(const ConvParams& p, long long out[2]) {
   if (!single_channel_wgmma_supported(p)) return cudaErrorInvalidValue;
   const long long SPT = p.plan[5];
   out[0] = (tz_segments(p) + SPT - 1) / SPT * (p.M / 32);
-  out[1] = tz_shared_bytes(p, SPT);
+  out[1] = tz_shared_bytes(p, SPT, p.plan[6] & 2);
   return cudaSuccess;
 }
 
@@ -361,18 +407,19 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   if (err != cudaSuccess) return err;
   if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
   const TzArgs a = make_tz_args(p, x);
-  const size_t smem = size_t(tz_shared_bytes(p, a.SPT));
+  const bool rs = (p.plan[6] & 2) != 0;
+  const size_t smem = size_t(tz_shared_bytes(p, a.SPT, rs));
   // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
   // direct kernel, same answer
   if (!aligned16(y) || (long long)smem > dev.smem_optin) return launch_direct(p, x, w, y, stream);
   const int nwg = int(p.plan[7] / 128);
   const int nfb = int(p.M / 32);
   switch (p.KH) {
-    case 1: return launch_kh<1>(a, nwg, nfb, dev, smem, x, w, y, stream);
-    case 2: return launch_kh<2>(a, nwg, nfb, dev, smem, x, w, y, stream);
-    case 3: return launch_kh<3>(a, nwg, nfb, dev, smem, x, w, y, stream);
-    case 4: return launch_kh<4>(a, nwg, nfb, dev, smem, x, w, y, stream);
-    default: return launch_kh<5>(a, nwg, nfb, dev, smem, x, w, y, stream);
+    case 1: return launch_kh<1>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
+    case 2: return launch_kh<2>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
+    case 3: return launch_kh<3>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
+    case 4: return launch_kh<4>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
+    default: return launch_kh<5>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
   }
 }
 

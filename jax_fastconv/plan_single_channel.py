@@ -122,8 +122,10 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     as wgmma's shared-memory A operand through a descriptor whose rows overlap (A[r][k] =
     band[4 r + k + kh Ws]), so no thread loads an operand element; B holds the 32 filters of a
     block at 4 pixel phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT,
-    stagger, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups starting their
-    first segments in turn (stagger = 1, the launches offered) or together. Runs NHWC-like outputs
+    stagger + 2 RS, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups starting
+    their first segments in turn (stagger = 1, the launches offered) or together; RS = 1: A from
+    registers (each lane loads and splits its fragment of one unsplit band copy; wgmma reads only
+    B from shared memory). Runs NHWC-like outputs
     (filters contiguous), M % 32 == 0, KH and KW <= 5. Not planned by a rule: `candidate_plans`
     offers TZ_GRIDS' launches to the autotuner (prototype, H200, graph timing: b32 56^2 K5 NHWC
     29.6 us against 33.0 for the best FFMA launch, b1 1024^2 K5 NHWC 37.4 against 45.6; the
@@ -235,9 +237,12 @@ TZ_DIVISION = 6
 TZ_SEGMENT = 256                    # flat pixels per segment (one m64 wgmma x 4 phases)
 TZ_MAX_K = 5                        # KH, KW (8 k per band row: KW + 3 phases)
 TZ_SHARED = 227 * 1024              # the kernel's shared-memory bound (the H100 / H200 opt-in)
-# (CTAs per SM, warpgroups) of the launches offered: the prototype's best per layer (round 26:
-# b1 512^2 ~1 CTA per SM, b32 56^2 ~2, b32 28^2 ~4; 2 or 3 warpgroups)
-TZ_GRIDS = ((1, 2), (1, 3), (2, 2), (2, 3), (4, 2))
+# (CTAs per SM, warpgroups, A from registers) of the launches offered: the prototype's best per
+# layer (round 26: b1 512^2 ~1 CTA per SM, b32 56^2 ~2, b32 28^2 ~4; 2 or 3 warpgroups); A from
+# registers on the 2-warpgroup grids of 1 and 2 CTAs per SM (round 28, H200 driver: 0.965x on b32
+# 56^2 K5, 0.99x on b1 512^2 K5 NHWC; its 146 registers at K = 5 hold one CTA per SM, so it
+# loses where several are wanted: b32 28^2 K5 1.1-1.3x)
+TZ_GRIDS = ((1, 2, 0), (1, 2, 1), (1, 3, 0), (2, 2, 0), (2, 2, 1), (2, 3, 0), (4, 2, 0))
 
 # C = 1 patchify layers with at least this many taps leave the strided kernel's generic
 # instance for the patch GEMM (measured from 7x7/7 up; 3x3/3 and 5x5/5 not measured).
@@ -393,10 +398,11 @@ def mma_tiles(spec, hw, count: int = MMA_TRIES) -> list[tuple[int, int]]:
     return [(MB, RB) for _, MB, RB in sorted(costs)[:count]]
 
 
-def tz_attrs(SPT: int, NWG: int, stagger: int = 0) -> tuple:
+def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0) -> tuple:
     """The plan attributes of the wgmma kernel: SPT segments per CTA, NWG warpgroups, their
-    first segments in turn (stagger = 1) or together."""
-    return (TZ_DIVISION, 1, 1, 32, SPT, stagger, 128 * NWG)
+    first segments in turn (stagger = 1) or together, A from registers (rs = 1) or from shared
+    memory: plan[6] = stagger + 2 rs."""
+    return (TZ_DIVISION, 1, 1, 32, SPT, stagger + 2 * rs, 128 * NWG)
 
 
 def tz_segments(spec) -> int:
@@ -406,14 +412,15 @@ def tz_segments(spec) -> int:
     return _cdiv((d["N"] * (d["OH"] + d["KH"] - 1) - d["KH"] + 1) * _mma_line(spec), TZ_SEGMENT)
 
 
-def tz_shared_bytes(spec, SPT: int) -> int:
+def tz_shared_bytes(spec, SPT: int, rs: int = 0) -> int:
     """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each), the band's hi / lo copies of
-    its rows (SPT segments' rows, the KH - 1 below, one more for a segment starting mid-row)
-    and 256 floats of slack (compute-sanitizer's view of a wgmma read: the .cu file)."""
+    its rows (SPT segments' rows, the KH - 1 below, one more for a segment starting mid-row;
+    with A from registers, rs = 1: one unsplit copy) and 256 floats of slack
+    (compute-sanitizer's view of a wgmma read: the .cu file)."""
     d = spec.dims
     KH, line = d["KH"], _mma_line(spec)
     rows = _cdiv(SPT * TZ_SEGMENT + 8, line) + KH + 1
-    return 4 * (KH * 2048 + 2 * rows * line + 256)
+    return 4 * (KH * 2048 + (1 if rs else 2) * rows * line + 256)
 
 
 def tz_supported(spec, hw) -> str | None:
@@ -445,18 +452,18 @@ def tz_supported(spec, hw) -> str | None:
     return None
 
 
-def tz_launches(spec, hw) -> list[tuple[int, int]]:
-    """The (SPT, NWG) launches offered to the autotuner: per TZ_GRIDS entry, the fewest segments
-    per CTA that give at most that many CTAs per SM (and one segment per warpgroup), distinct
-    and within shared memory."""
+def tz_launches(spec, hw) -> list[tuple[int, int, int]]:
+    """The (SPT, NWG, RS) launches offered to the autotuner: per TZ_GRIDS entry, the fewest
+    segments per CTA that give at most that many CTAs per SM (and one segment per warpgroup),
+    distinct and within shared memory."""
     segments = tz_segments(spec)
     tiles = segments * (spec.dims["M"] // 32)
     out = []
-    for per_sm, nwg in TZ_GRIDS:
+    for per_sm, nwg, rs in TZ_GRIDS:
         spt = max(nwg, _cdiv(tiles, per_sm * hw.sm_count))
         spt = min(spt, max(nwg, segments))
-        if (spt, nwg) not in out and tz_shared_bytes(spec, spt) <= TZ_SHARED:
-            out.append((spt, nwg))
+        if (spt, nwg, rs) not in out and tz_shared_bytes(spec, spt, rs) <= TZ_SHARED:
+            out.append((spt, nwg, rs))
     return out
 
 
@@ -550,9 +557,9 @@ def launch_of(spec, plan) -> dict:
                     tiles=N * _cdiv(OH, RB) * _cdiv(M, MB), SW=_mma_line(spec),
                     shared=2 * (RB + KH - 1) * _mma_line(spec) * 4, grid_per_sm=BLOCKS_PER_SM)
     if division == TZ_DIVISION:   # flat segments of the tall stack (boxes: image x 32 filters)
-        return dict(division=TZ_DIVISION, RB=OH, CB=OW, MB=32, prefetch=0, threads=T,
+        return dict(division=TZ_DIVISION, RB=OH, CB=OW, MB=32, prefetch=prefetch, threads=T,
                     tiles=_cdiv(tz_segments(spec), RB) * (M // 32), SW=_mma_line(spec),
-                    shared=tz_shared_bytes(spec, RB), grid_per_sm=0)
+                    shared=tz_shared_bytes(spec, RB, prefetch >> 1), grid_per_sm=0)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     f45 = bool(prefetch & F45_FLAG)
@@ -587,9 +594,10 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
               and _mma_tile_fits(spec, MB, RB))
         return [] if ok else ["tensor-core tile"]
     if division == TZ_DIVISION:
-        ok = (T in (256, 384) and RB >= T // 128 and prefetch in (0, 1)
-              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, prefetch)
-              and tz_supported(spec, hw) is None and tz_shared_bytes(spec, RB) <= TZ_SHARED)
+        ok = (T in (256, 384) and RB >= T // 128 and prefetch in (0, 1, 2, 3)
+              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, prefetch & 1, prefetch >> 1)
+              and tz_supported(spec, hw) is None
+              and tz_shared_bytes(spec, RB, prefetch >> 1) <= TZ_SHARED)
         return [] if ok else ["wgmma launch"]
     bad = []
     if division not in (1, 2):
@@ -929,6 +937,8 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
             or ("prefetch" if L["prefetch"] else "volume"))
     if L.get("f45"):
         mode += ", row-Winograd F(4, 5) products"
+    if L["division"] == TZ_DIVISION and L["prefetch"] & 2:
+        mode += ", A from registers"
     new = {"division": L["division"], "mode": mode,
            "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
            "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
@@ -977,10 +987,12 @@ def candidate_plans(spec, hw, plan) -> list:
                                    f"tensor cores (3xTF32), MB {MB}, RB {RB}"))
 
     if tz_supported(spec, hw) is None:   # S11: the wgmma kernel's launches
-        for SPT, NWG in tz_launches(spec, hw):   # staggered: 0.97-1.0x the time together
-            out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + tz_attrs(SPT, NWG, 1),
+        for SPT, NWG, RS in tz_launches(spec, hw):   # staggered: 0.97-1.0x the time together
+            out.append(_with_attrs(spec, plan,
+                                   (plan.kernel_attrs[0],) + tz_attrs(SPT, NWG, 1, RS),
                                    f"wgmma over a Toeplitz band (3xTF32), {SPT} segments per "
-                                   f"CTA, {NWG} warpgroups, staggered start"))
+                                   f"CTA, {NWG} warpgroups, staggered start"
+                                   + (", A from registers" if RS else "")))
 
     def tile(division, mb, rb, prefetch, T):
         """A division 1 / 2 tile: MB from mb (None: the plan's), rounded to the register tile

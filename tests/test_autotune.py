@@ -302,8 +302,10 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             continue
         if ps.is_tz(c.kernel_attrs):   # the wgmma kernel (S11): NHWC, whole 32-filter blocks
             assert K > 1 and lay == "NHWC" and M % 32 == 0 and c["division"] == 6
-            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" and "Toeplitz" in c.reason
-            assert (RB, T // 128) in ps.tz_launches(spec, hw) and MB == 32
+            rs = ", A from registers" if prefetch & 2 else ""
+            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs and "Toeplitz" in c.reason
+            assert (RB, T // 128, prefetch >> 1) in ps.tz_launches(spec, hw) and MB == 32
+            assert prefetch & 1 and (not rs or T == 256)   # staggered; registers: 2 warpgroups
             assert c["tiles"] == ps.launch_of(spec, c)["tiles"] == c["blocks_used"]
             continue
         assert (c["division"], c["filters_per_block"], c["rows_per_block"],
@@ -411,18 +413,19 @@ def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
         cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
         tried[name] = [c.kernel_attrs[1:] for c in cands if ps.is_tz(c.kernel_attrs)]
     hw = PRESETS["h200"]
-    assert tried["h200"] == [ps.tz_attrs(s, n, 1) for s, n in ps.tz_launches(spec, hw)]
+    assert tried["h200"] == [ps.tz_attrs(s, n, 1, r) for s, n, r in ps.tz_launches(spec, hw)]
     assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) and tried["h100"] == tried["h200"]
+    assert any(a[5] & 2 for a in tried["h200"]) and any(not a[5] & 2 for a in tried["h200"])
     assert tried["gtx1080ti"] == []
     assert ps.tz_supported(spec, PRESETS["gtx1080ti"]) == "no sm_90a (wgmma) on this device"
     tiles = ps.tz_segments(spec) * (M // 32)
-    for spt, nwg in ps.tz_launches(spec, hw):
-        assert spt >= nwg and ps.tz_shared_bytes(spec, spt) <= ps.TZ_SHARED
-        assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg), hw) == []
-        assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 1), hw) == []
-        assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 2), hw) == ["wgmma launch"]
+    for spt, nwg, rs in ps.tz_launches(spec, hw):
+        assert spt >= nwg and ps.tz_shared_bytes(spec, spt, rs) <= ps.TZ_SHARED
+        for stagger, r in ((0, 0), (1, 0), (0, 1), (1, 1)):   # every start order, A either way
+            assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, stagger, r), hw) == []
+        assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 4, 128 * nwg), hw) == ["wgmma launch"]
         assert -(-tiles // spt) <= 4 * hw.sm_count or spt == nwg   # at most 4 CTAs per SM
-    spt, nwg = ps.tz_launches(spec, hw)[0]
+    spt, nwg, _ = ps.tz_launches(spec, hw)[0]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 64, spt, 0, 128 * nwg), hw) == ["wgmma launch"]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 0, 512), hw) == ["wgmma launch"]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, 1, 0, 384), hw) == ["wgmma launch"]
@@ -450,6 +453,7 @@ def test_wgmma_geometry_matches_the_kernel():
     assert ps.tz_segments(spec) == -(-((32 * 56 - 4) * 56) // 256)
     rows = -(-(12 * 256 + 8) // 56) + 5 + 1
     assert ps.tz_shared_bytes(spec, 12) == 4 * (5 * 2048 + 2 * rows * 56 + 256)
+    assert ps.tz_shared_bytes(spec, 12, rs=1) == 4 * (5 * 2048 + rows * 56 + 256)  # one copy
 
 
 def test_candidate_plans_leave_other_methods_alone():

@@ -1,8 +1,8 @@
 """GPU tests of the single-channel wgmma kernel (plan division 6, cuda/single_channel_wgmma.cu,
 plan_single_channel S11; sm_90a): float32 accuracy against lax HIGHEST on every launch the
-planner offers, same bits on repeated runs, float32 semantics for non-finite inputs (a CTA that
-stages an inf or NaN computes its outputs by direct float32 sums), vmap, and the autotuner's
-measured choice with the kernel among its candidates. Marked `gpu`; skipped cleanly without a
+planner offers (A from shared memory and from registers), same bits on repeated runs, float32
+semantics for non-finite inputs (a CTA that stages an inf or NaN computes its outputs by direct
+float32 sums), vmap, and the autotuner's measured choice with the kernel among its candidates. Marked `gpu`; skipped cleanly without a
 CUDA device, the CUDA extension, or a device and build with sm_90a.
 """
 from __future__ import annotations
@@ -66,16 +66,20 @@ RANDOM = _random_layers(40, 9300, 9400)
 
 
 def _tz_plans(cfg):
-    """The layer's wgmma plans: the launches candidate_plans offers (staggered start), as plans
-    of the layer, and the first of them with its warpgroups starting together (plan[6] = 0)."""
+    """The layer's wgmma plans: the launches candidate_plans offers (staggered start; A from
+    shared memory and from registers), as plans of the layer, and the first of each kind with
+    its warpgroups starting together (plan[6] = 0 / 2)."""
     ex, plans = single_channel_candidates(cfg, ps.tz_supported, ps.is_tz, "the wgmma kernel")
     assert len(plans) <= len(ps.TZ_GRIDS), ex.spec.describe()
     for p in plans:
-        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)", p.quantities
-        assert p.kernel_attrs[6] == 1
-    first = plans[0].kernel_attrs
-    together = dataclasses.replace(plans[0], kernel_attrs=first[:6] + (0, first[7]))
-    return ex, plans + [together]
+        rs = ", A from registers" if p.kernel_attrs[6] == 3 else ""
+        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs, p.quantities
+        assert p.kernel_attrs[6] in (1, 3)
+    firsts = [next(p for p in plans if p.kernel_attrs[6] == k) for k in (1, 3)]
+    together = [dataclasses.replace(p, kernel_attrs=p.kernel_attrs[:6] + (p.kernel_attrs[6] - 1,
+                                                                          p.kernel_attrs[7]))
+                for p in firsts]
+    return ex, plans + together
 
 
 @pytest.mark.parametrize("cfg", PAPER + RANDOM, ids=lambda c: c.id)

@@ -537,15 +537,17 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
   }
   if (std::getenv("SC_TZ") && c.ylay == 1 && c.M % 32 == 0 && c.KH <= 5 && c.KW <= 5 &&
       c.KH * c.KW >= 2) {  // the wgmma kernel (division 6): plan_single_channel.tz_launches'
-    // grids (1, 2 or 4 CTAs per SM; 2 or 3 warpgroups), staggered start
+    // TZ_GRIDS (1, 2 or 4 CTAs per SM; 2 or 3 warpgroups; A from registers or not), staggered
     const long long OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
     const long long line = (OW + c.KW - 1 + 3) / 4 * 4;
     const long long segs = ((c.N * (OH + c.KH - 1) - c.KH + 1) * line + 255) / 256;
     const long long tiles = segs * (c.M / 32);
-    for (auto g : {std::pair<long long, long long>{1, 2}, {1, 3}, {2, 2}, {2, 3}, {4, 2}}) {
-      const long long spt = std::min(std::max(g.second, (tiles + g.first * 132 - 1) / (g.first * 132)),
-                                     std::max(g.second, segs));
-      v.push_back({1, 6, 1, 1, 32, spt, 1, 128 * g.second});
+    const long long grids[][3] = {{1, 2, 0}, {1, 2, 1}, {1, 3, 0}, {2, 2, 0},
+                                  {2, 2, 1}, {2, 3, 0}, {4, 2, 0}};
+    for (auto& g : grids) {  // (CTAs per SM, warpgroups, A from registers: plan[6] & 2)
+      const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
+                                     std::max(g[1], segs));
+      v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2], 128 * g[1]});
     }
     if (atoi(std::getenv("SC_TZ")) >= 2) return v;  // wgmma plans only
   }
@@ -756,12 +758,16 @@ int main(int argc, char** argv) {
 #ifdef FASTCONV_HAVE_WGMMA
     // the wgmma kernel (division 6; built with cuda/single_channel_wgmma.cu and
     // -DFASTCONV_HAVE_WGMMA): a padded NHWC band with staggered warpgroups, and the flat copy of
-    // an unpadded 3x3 map with 3 warpgroups starting together
+    // an unpadded 3x3 map with 3 warpgroups starting together; each with A from shared memory
+    // and from registers
     long long p9[8] = {1, 6, 1, 1, 32, 2, 1, 256};
     Case ta = paper_case(2, 21, 32, 5, 1, p9); ta.pt = 2; ta.pb = 1; ta.pl = -1; ta.pr = 2; ta.name = "small wgmma nhwc 5x5";
     long long p10[8] = {1, 6, 1, 1, 32, 3, 0, 384};
     Case tb = paper_case(3, 20, 64, 3, 1, p10); tb.name = "small wgmma nhwc 3x3 flat";
-    for (auto* c : {&ta, &tb}) bad += !check_case(*c, rng, true).ok;
+    Case tc = ta, td = tb;  // the same with A from registers (plan[6] & 2)
+    tc.plan[6] = 3; tc.name += " rs";
+    td.plan[6] = 2; td.name += " rs";
+    for (auto* c : {&ta, &tb, &tc, &td}) bad += !check_case(*c, rng, true).ok;
 #endif
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
