@@ -12,8 +12,9 @@
 //
 // The GEMM. The padded images are stacked into one tall map (rows of stride Ws floats, Ws % 4
 // == 0, Hp = OH + KH - 1 rows per image); a CTA stages tall rows Rb .. Rb + nb - 1 of it as a
-// flat band, split into hi / lo TF32 copies (with A from registers: once, unsplit). For flat pixel p of the band, filter row kh and tap
-// kw the product reads band[p + kh Ws + kw]. With p = 4 r + ph (ph = 0..3):
+// flat band, split into hi / lo TF32 copies (with A from registers: once, unsplit). For flat
+// pixel p of the band, filter row kh and tap kw the product reads band[p + kh Ws + kw]. With
+// p = 4 r + ph (ph = 0..3):
 //   out[4 r + ph][f] = sum_kh sum_k band[4 r + kh Ws + k] * B_kh[k][ph, f],
 //   B_kh[k][ph, f] = w[f][kh][k - ph] (zero where k - ph is not a tap), k = 0..7 (KW <= 5),
 // a GEMM with A[r][k] = band[4 r + k + kh Ws]: rows 16 bytes apart, k contiguous, which the
@@ -321,9 +322,10 @@ long long tz_segments(const ConvParams& p) {
 }
 
 // Shared bytes of a CTA of SPT segments: B hi / lo, the band hi / lo (rs: once, unsplit), and
-// kSlack floats past the band: a wgmma reads the Toeplitz A operand's 64 rows x 8 k from 1040 bytes (rows 16 bytes
-// apart), but compute-sanitizer's memcheck takes it for a dense 64 x 8 tile of 2048 bytes from
-// the descriptor's start (round 27), so the last segment's reads would look out of bounds.
+// kSlack floats past the band: a wgmma reads the Toeplitz A operand's 64 rows x 8 k from 1040
+// bytes (rows 16 bytes apart), but compute-sanitizer's memcheck takes it for a dense 64 x 8 tile
+// of 2048 bytes from the descriptor's start (round 27), so the last segment's reads would look
+// out of bounds.
 constexpr long long kSlack = 256;
 long long tz_shared_bytes(const ConvParams& p, long long SPT, bool rs) {
   return 4 * (p.KH * 2048 + (rs ? 1 : 2) * tz_band_rows(p, SPT) * tz_line(p) + kSlack);
@@ -348,8 +350,8 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
 }
 
 template <int KH>
-cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, int nfb, const DeviceInfo& dev, size_t smem,
-                      const float* x, const float* w, float* y, cudaStream_t stream) {
+cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, int nfb, const DeviceInfo& dev,
+                      size_t smem, const float* x, const float* w, float* y, cudaStream_t stream) {
   auto kern = rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true>
                             : single_channel_wgmma_kernel<KH, 3, true>)
                  : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false>

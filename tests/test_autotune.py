@@ -303,7 +303,8 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
         if ps.is_tz(c.kernel_attrs):   # the wgmma kernel (S11): NHWC, whole 32-filter blocks
             assert K > 1 and lay == "NHWC" and M % 32 == 0 and c["division"] == 6
             rs = ", A from registers" if prefetch & 2 else ""
-            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs and "Toeplitz" in c.reason
+            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs
+            assert "Toeplitz" in c.reason
             assert (RB, T // 128, prefetch >> 1) in ps.tz_launches(spec, hw) and MB == 32
             assert prefetch & 1 and (not rs or T == 256)   # staggered; registers: 2 warpgroups
             assert c["tiles"] == ps.launch_of(spec, c)["tiles"] == c["blocks_used"]

@@ -2,8 +2,9 @@
 plan_single_channel S11; sm_90a): float32 accuracy against lax HIGHEST on every launch the
 planner offers (A from shared memory and from registers), same bits on repeated runs, float32
 semantics for non-finite inputs (a CTA that stages an inf or NaN computes its outputs by direct
-float32 sums), vmap, and the autotuner's measured choice with the kernel among its candidates. Marked `gpu`; skipped cleanly without a
-CUDA device, the CUDA extension, or a device and build with sm_90a.
+float32 sums), vmap, and the autotuner's measured choice with the kernel among its candidates.
+Marked `gpu`; skipped cleanly without a CUDA device, the CUDA extension, or a device and build
+with sm_90a.
 """
 from __future__ import annotations
 
