@@ -44,8 +44,8 @@ cudaError_t single_channel_mma_config(const ConvParams& p, const float* y, long 
 // single_channel_wgmma.cu: the single-channel kernel as a 3xTF32 wgmma GEMM over a Toeplitz
 // view of the staged band (C == 1, stride 1, KH and KW <= 5, M % 32 == 0, the output's filters
 // contiguous; sm_90a, built where the architectures include 90; plan division 6, SPT = plan[5]
-// segments per CTA, plan[6] staggered start, plan[7] / 128 warpgroups) and the layers and plans
-// it runs.
+// segments per CTA, plan[6] & 1 staggered start, plan[6] & 2 A from registers, plan[7] / 128
+// warpgroups) and the layers and plans it runs.
 bool single_channel_wgmma_supported(const ConvParams& p);
 cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, const float* w,
                                         float* y, cudaStream_t stream);

@@ -31,8 +31,9 @@
 //        outside it.
 //   division 5 (2 to 64 taps, sm_80+, plan [1, 5, 1, 1, MB, RB, 0, 256]): the 3xTF32
 //        tensor-core kernel of single_channel_mma.cu (mma_plan; MB in {16, 32, 64, 128}).
-//   division 6 (sm_90a builds, plan [1, 6, 1, 1, 32, SPT, 0 or 1, 256 or 384]): the wgmma kernel of
-//        single_channel_wgmma.cu (wgmma_plan; NHWC-like outputs, M % 32 == 0, KH, KW <= 5).
+//   division 6 (sm_90a builds, plan [1, 6, 1, 1, 32, SPT, 0-3, 256 or 384]): the wgmma kernel of
+//        single_channel_wgmma.cu (wgmma_plan; plan[6]: 1 staggered start, 2 A from registers;
+//        NHWC-like outputs, M % 32 == 0, KH, KW <= 5).
 //   MB = plan[4] filters per tile: a multiple of TM = 8 in [8, 128] (may exceed M: the
 //        missing filters are zeros and never stored).
 //   RB = plan[5] output rows per tile, in [1, min(OH, 64)].
@@ -898,8 +899,8 @@ bool mma_plan(const ConvParams& p) {
 }
 
 #ifdef FASTCONV_HAVE_WGMMA
-// A plan for the wgmma kernel (division 6: [1, 6, 1, 1, 32, SPT, stagger, 128 NWG]) on a layer
-// it runs (builds whose architectures include 90 only).
+// A plan for the wgmma kernel (division 6: [1, 6, 1, 1, 32, SPT, stagger + 2 RS, 128 NWG]) on
+// a layer it runs (builds whose architectures include 90 only).
 bool wgmma_plan(const ConvParams& p) {
   return p.plan[1] == 6 && single_channel_wgmma_supported(p);
 }
