@@ -365,15 +365,22 @@ def test_winograd_flag_is_valid_on_5x5_single_channel_layers_only():
     assert ps.f45_shared_bytes(4, 32, 5, 5, 60) == 4 * (8 * (72 + 120) + 25 * 32 + 8 * 164)
 
 
+def _offered_per_preset(spec, kind, key):
+    """Per preset (an H200, an H100, a GTX 1080 Ti): key(attributes) of the candidate plans of
+    `kind` (ps.is_mma, ps.is_tz) that candidate_plans offers for spec, in order."""
+    out = {}
+    for name in ("h200", "h100", "gtx1080ti"):
+        hw = PRESETS[name]
+        cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
+        out[name] = [key(c.kernel_attrs) for c in cands if kind(c.kernel_attrs)]
+    return out
+
+
 @pytest.mark.parametrize("N,H,M,K,lay", [(1, 512, 32, 5, "NHWC"), (32, 28, 512, 3, "NCHW"),
                                           (3, 37, 70, 7, "NCHW"), (5, 19, 9, 2, "NHWC")])
 def test_candidate_plans_offer_the_tensor_cores_where_they_run(N, H, M, K, lay):
     spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
-    tried = {}
-    for name in ("h200", "h100", "gtx1080ti"):
-        hw = PRESETS[name]
-        cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
-        tried[name] = [tuple(c.kernel_attrs[4:6]) for c in cands if ps.is_mma(c.kernel_attrs)]
+    tried = _offered_per_preset(spec, ps.is_mma, lambda a: tuple(a[4:6]))
     assert len(tried["h200"]) == ps.MMA_TRIES and len(set(tried["h200"])) == ps.MMA_TRIES
     assert tried["h100"] == tried["h200"]            # same SM count: same ranking
     assert tried["gtx1080ti"] == []                  # no TF32 tensor cores on sm_61
@@ -408,11 +415,7 @@ def test_tensor_core_tiles_rank_the_measured_best():
                                           (32, 28, 512, 3, "NHWC"), (1, 1024, 32, 2, "NHWC")])
 def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
     spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
-    tried = {}
-    for name in ("h200", "h100", "gtx1080ti"):
-        hw = PRESETS[name]
-        cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
-        tried[name] = [c.kernel_attrs[1:] for c in cands if ps.is_tz(c.kernel_attrs)]
+    tried = _offered_per_preset(spec, ps.is_tz, lambda a: a[1:])
     hw = PRESETS["h200"]
     assert tried["h200"] == [ps.tz_attrs(s, n, 1, r) for s, n, r in ps.tz_launches(spec, hw)]
     assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) and tried["h100"] == tried["h200"]
