@@ -60,6 +60,23 @@ struct TzArgs {
   int stagger;  // plan[6] & 1: warpgroups start their first segment in turn
 };
 
+// Nonzero where v is non-finite or huge (|v| > 1e18: see the note at the top).
+__device__ __forceinline__ int tz_bad(float v) { return !(fabsf(v) <= 1e18f); }
+
+// Checks 4 values and stores their hi / lo parts as one 16-byte word each at float offset o.
+__device__ __forceinline__ int tz_split4(const float (&e)[4], float* hi, float* lo, int o) {
+  int bad = 0;
+  uint32_t h[4], l[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    bad |= tz_bad(e[k]);
+    split_tf32(e[k], h[k], l[k]);
+  }
+  *reinterpret_cast<uint4*>(hi + o) = make_uint4(h[0], h[1], h[2], h[3]);
+  *reinterpret_cast<uint4*>(lo + o) = make_uint4(l[0], l[1], l[2], l[3]);
+  return bad;
+}
+
 // Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
 // (the prototype's LEAN path: a small unrolled body for the instruction cache, round 26).
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
@@ -115,16 +132,8 @@ struct TzFilters {
     for (int u = 0; u < CH; ++u) {
       const int j = tid + u * NT;
       if (j >= KH * 256) break;
-      uint32_t h[4], l[4];
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        bad |= !(fabsf(v[u][kk]) <= 1e18f);
-        split_tf32(v[u][kk], h[kk], l[kk]);
-      }
       const int kh = j >> 8, kq = (j >> 7) & 1, n = j & 127;
-      const int o = kh * 1024 + kq * 512 + (n >> 3) * 32 + (n & 7) * 4;
-      *reinterpret_cast<uint4*>(bhi + o) = make_uint4(h[0], h[1], h[2], h[3]);
-      *reinterpret_cast<uint4*>(blo + o) = make_uint4(l[0], l[1], l[2], l[3]);
+      bad |= tz_split4(v[u], bhi, blo, kh * 1024 + kq * 512 + (n >> 3) * 32 + (n & 7) * 4);
     }
     return bad;
   }
@@ -157,17 +166,10 @@ __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const 
         const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
         if constexpr (RAW) {
 #pragma unroll
-          for (int k = 0; k < 4; ++k) bad |= !(fabsf(e[k]) <= 1e18f);
+          for (int k = 0; k < 4; ++k) bad |= tz_bad(e[k]);
           reinterpret_cast<float4*>(ahi)[i] = v[u];
         } else {
-          uint32_t h[4], l[4];
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            bad |= !(fabsf(e[k]) <= 1e18f);
-            split_tf32(e[k], h[k], l[k]);
-          }
-          reinterpret_cast<uint4*>(ahi)[i] = make_uint4(h[0], h[1], h[2], h[3]);
-          reinterpret_cast<uint4*>(alo)[i] = make_uint4(l[0], l[1], l[2], l[3]);
+          bad |= tz_split4(e, ahi, alo, 4 * i);
         }
       }
     }
@@ -188,7 +190,7 @@ __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const 
         for (int u = 0; u < 4; ++u) {
           const int c = c0 + 32 * u;
           if (c >= a.Ws) break;
-          bad |= !(fabsf(v[u]) <= 1e18f);
+          bad |= tz_bad(v[u]);
           if constexpr (RAW) {
             ahi[rr * a.Ws + c] = v[u];
           } else {
