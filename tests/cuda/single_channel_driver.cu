@@ -15,7 +15,9 @@
 //   /tmp/drv --strided  time the strided kernel (plan division 4) on the single-strided set
 //   /tmp/drv --strided-one NAME  launch one case of that set twice (its name, '_' for ' ')
 //                       (add cuda/single_channel_strided.cu to the build); --check includes
-//                       100 random strided layers, 60 random few-channel ones, and --small two
+//                       100 random strided layers, 60 random few-channel ones, and --small two;
+//                       with the wgmma kernel built in, --check adds 100 of its launches (the
+//                       paper's NHWC K3 / K5 layers and 80 random layers)
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
@@ -880,6 +882,33 @@ int main(int argc, char** argv) {
       else { const long long pl[8] = {1, 1, (OH + RB - 1) / RB, 1, MB, RB, 3, thr}; for (int k = 0; k < 8; ++k) c.plan[k] = pl[k]; }
       cases.push_back(c);
     }
+#ifdef FASTCONV_HAVE_WGMMA
+    // the wgmma kernel (division 6): the paper's NHWC K3 / K5 layers, and random layers (KH, KW
+    // <= 5, M % 32 == 0) with outputs whose filters are contiguous, any launch it takes
+    for (long long N : {1LL, 32LL})
+      for (auto& mp : kMaps)
+        for (long long K : {3LL, 5LL}) {
+          if (N == 32 && mp[0] >= 512) continue;
+          const long long pl[8] = {1, 6, 1, 1, 32, 8, 3, 256};
+          Case c = paper_case(N, mp[0], mp[1], K, 1, pl);
+          c.name = "wgmma " + c.name;
+          cases.push_back(c);
+        }
+    for (int i = 0; i < 80; ++i) {
+      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+      Case c = random_case(rng, i);
+      c.name = "wgmma rand" + std::to_string(i);
+      c.KH = U(1, 5); c.KW = U(c.KH == 1 ? 2 : 1, 5);
+      if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt + U(0, 2);
+      if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl + U(0, 2);
+      c.M = 32 * U(1, 3);
+      c.ylay = int((const int[]){1, 3, 4}[U(0, 2)]);
+      const long long nwg = U(2, 3);
+      const long long pl[8] = {1, 6, 1, 1, 32, nwg * U(1, 4) + U(0, 1), U(0, 3), 128 * nwg};
+      for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
+      cases.push_back(c);
+    }
+#endif
     // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
     Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
     Case sb = strided_same(2, 20, 20000, 3, 2, 1); sb.name = "strided 157 slabs nhwc 3x3/2";
