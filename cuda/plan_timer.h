@@ -15,12 +15,12 @@ using PlanAttrs = std::array<int64_t, kPlanLen>;
 
 // Microseconds of device time per launch of `base` under each of `plans` (base.plan is
 // ignored): result[i] holds `rounds` samples of plans[i].
-//   * Buffers of its own on device `ordinal` (the caller's current device is restored): one
-//     filter buffer, a workspace for multi-channel plans, and S sets of (input, output), S in
-//     [1, 256], enough that the S outputs together exceed 2x the L2 cache and 6 GiB (each
-//     launch of a sample takes the next set, so no launch finds the previous one's data in L2
-//     or its pages recently touched) where budget_bytes (and half the free device memory)
-//     allow. Inputs and filters hold a normal float bit pattern (the kernels' time does not
+//   * Buffers of its own on device `ordinal` (the caller's current device is restored): a
+//     workspace for multi-channel plans and S sets of (input, filters, output), S in [1, 256],
+//     enough that the S outputs together exceed 2x the L2 cache and 6 GiB (each launch of a
+//     sample takes the next set, so no launch finds the previous one's data, its filters
+//     included, in L2 or its pages recently touched) where budget_bytes (and half the free
+//     device memory) allow. Inputs and filters hold a normal float bit pattern (the kernels' time does not
 //     depend on the values).
 //   * Warm-up: every plan launched once on every set, checked per plan. Iterations per
 //     sample: from a timed graph of 8 launches of plans[0], about 1 ms per sample, in
