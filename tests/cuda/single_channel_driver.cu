@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -784,6 +785,21 @@ int main(int argc, char** argv) {
   int nfail = 0, nrun = 0; double maxrel = 0; bool alldet = true;
   if (do_check) {
     std::vector<Case> cases;
+    // The paper set (batch 1 and 32, layouts `lays`, kernel sizes `Ks`) under the plan
+    // plan_of(N, map, K, pl) fills, named "tag ..."; plan_of returns false to skip a layer.
+    auto add_paper_set = [&](const char* tag, std::initializer_list<int> lays,
+                             std::initializer_list<long long> Ks, auto plan_of) {
+      for (long long N : {1LL, 32LL})
+        for (int lay : lays)
+          for (auto& mp : kMaps)
+            for (long long K : Ks) {
+              long long pl[8];
+              if (!plan_of(N, mp, K, pl)) continue;
+              Case c = paper_case(N, mp[0], mp[1], K, lay, pl);
+              c.name = std::string(tag) + " " + c.name;
+              cases.push_back(c);
+            }
+    };
     for (long long N : {1LL, 32LL})
       for (int lay : {0, 1})
         for (auto& mp : kMaps)
@@ -832,16 +848,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 100; ++i) cases.push_back(random_strided_case(rng, i));
     // the tensor-core kernel (division 5): the paper set, and random layers of 2 to 64 taps, its
     // own tile or an explicit one
-    for (long long N : {1LL, 32LL})
-      for (int lay : {0, 1})
-        for (auto& mp : kMaps)
-          for (long long K : {3LL, 5LL}) {
-            if (N == 32 && mp[0] == 1024) continue;
-            const long long pl[8] = {1, 5, 1, 1, mp[1] >= 64 ? 64 : 32, N == 1 ? 2 : 16, 0, 256};
-            Case c = paper_case(N, mp[0], mp[1], K, lay, pl);
-            c.name = "mma " + c.name;
-            cases.push_back(c);
-          }
+    add_paper_set("mma", {0, 1}, {3, 5}, [](long long N, auto& mp, long long, long long* pl) {
+      const long long p[8] = {1, 5, 1, 1, mp[1] >= 64 ? 64 : 32, N == 1 ? 2 : 16, 0, 256};
+      std::copy(p, p + 8, pl);
+      return !(N == 32 && mp[0] == 1024);
+    });
     for (int i = 0; i < 150; ++i) {
       auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
       Case c = random_case(rng, i);
@@ -862,16 +873,12 @@ int main(int argc, char** argv) {
     }
     // row-Winograd products (plan[6] & 2, 5x5): the paper set, and random 5x5 layers with
     // random tiles of either division, prefetch or volume
-    for (long long N : {1LL, 32LL})
-      for (int lay : {0, 1})
-        for (auto& mp : kMaps) {
-          if (N == 32 && mp[0] == 1024) continue;
-          const long long OH = mp[0] - 4, RB = N == 1 ? 2 : 8;
-          const long long pl[8] = {1, 1, (OH + RB - 1) / RB, 1, 32, RB, 3, 256};
-          Case c = paper_case(N, mp[0], mp[1], 5, lay, pl);
-          c.name = "f45 " + c.name;
-          cases.push_back(c);
-        }
+    add_paper_set("f45", {0, 1}, {5}, [](long long N, auto& mp, long long, long long* pl) {
+      const long long OH = mp[0] - 4, RB = N == 1 ? 2 : 8;
+      const long long p[8] = {1, 1, (OH + RB - 1) / RB, 1, 32, RB, 3, 256};
+      std::copy(p, p + 8, pl);
+      return !(N == 32 && mp[0] == 1024);
+    });
     for (int i = 0; i < 150; ++i) {
       auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
       Case c = random_case(rng, i);
@@ -888,15 +895,11 @@ int main(int argc, char** argv) {
 #ifdef FASTCONV_HAVE_WGMMA
     // the wgmma kernel (division 6): the paper's NHWC K3 / K5 layers, and random layers (KH, KW
     // <= 5, M % 32 == 0) with outputs whose filters are contiguous, any launch it takes
-    for (long long N : {1LL, 32LL})
-      for (auto& mp : kMaps)
-        for (long long K : {3LL, 5LL}) {
-          if (N == 32 && mp[0] >= 512) continue;
-          const long long pl[8] = {1, 6, 1, 1, 32, 8, 3, 256};
-          Case c = paper_case(N, mp[0], mp[1], K, 1, pl);
-          c.name = "wgmma " + c.name;
-          cases.push_back(c);
-        }
+    add_paper_set("wgmma", {1}, {3, 5}, [](long long N, auto& mp, long long, long long* pl) {
+      const long long p[8] = {1, 6, 1, 1, 32, 8, 3, 256};
+      std::copy(p, p + 8, pl);
+      return !(N == 32 && mp[0] >= 512);
+    });
     for (int i = 0; i < 80; ++i) {
       auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
       Case c = random_case(rng, i);
