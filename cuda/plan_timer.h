@@ -20,8 +20,8 @@ using PlanAttrs = std::array<int64_t, kPlanLen>;
 //     enough that the S outputs together exceed 2x the L2 cache and 6 GiB (each launch of a
 //     sample takes the next set, so no launch finds the previous one's data, its filters
 //     included, in L2 or its pages recently touched) where budget_bytes (and half the free
-//     device memory) allow. Inputs and filters hold a normal float bit pattern (the kernels' time does not
-//     depend on the values).
+//     device memory) allow. Inputs and filters hold a normal float bit pattern (the kernels'
+//     time does not depend on the values).
 //   * Warm-up: every plan launched once on every set, checked per plan. Iterations per
 //     sample: from a timed graph of 8 launches of plans[0], about 1 ms per sample, in
 //     [4, 512], rounded up to a multiple of S; the same for every plan.
