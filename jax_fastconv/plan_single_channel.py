@@ -237,6 +237,8 @@ TZ_DIVISION = 6
 TZ_SEGMENT = 256                    # flat pixels per segment (one m64 wgmma x 4 phases)
 TZ_MAX_K = 5                        # KH, KW (8 k per band row: KW + 3 phases)
 TZ_SHARED = 227 * 1024              # the kernel's shared-memory bound (the H100 / H200 opt-in)
+TZ_SLACK = 256                      # floats past the band (the .cu file's kSlack: memcheck's view
+                                    # of a wgmma read)
 # (CTAs per SM, warpgroups, A from registers) of the launches offered: the prototype's best per
 # layer (round 26: b1 512^2 ~1 CTA per SM, b32 56^2 ~2, b32 28^2 ~4; 2 or 3 warpgroups); A from
 # registers on the 2-warpgroup grids of 1 and 2 CTAs per SM (round 28, H200 driver: 0.965x on b32
@@ -415,12 +417,11 @@ def tz_segments(spec) -> int:
 def tz_shared_bytes(spec, SPT: int, rs: int = 0) -> int:
     """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each), the band's hi / lo copies of
     its rows (SPT segments' rows, the KH - 1 below, one more for a segment starting mid-row;
-    with A from registers, rs = 1: one unsplit copy) and 256 floats of slack
-    (compute-sanitizer's view of a wgmma read: the .cu file)."""
+    with A from registers, rs = 1: one unsplit copy) and TZ_SLACK floats of slack."""
     d = spec.dims
     KH, line = d["KH"], _mma_line(spec)
     rows = _cdiv(SPT * TZ_SEGMENT + 8, line) + KH + 1
-    return 4 * (KH * 2048 + (1 if rs else 2) * rows * line + 256)
+    return 4 * (KH * 2048 + (1 if rs else 2) * rows * line + TZ_SLACK)
 
 
 def tz_supported(spec, hw) -> str | None:
