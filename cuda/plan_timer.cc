@@ -68,6 +68,7 @@ int64_t extent(const char* name, const int64_t (&size)[4], const int64_t (&strid
 }
 
 size_t float_bytes(int64_t elems) { return static_cast<size_t>(elems) * sizeof(float); }
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // Sets the device for this scope and gives the caller's back.
 struct DeviceGuard {
@@ -201,9 +202,11 @@ std::vector<std::vector<double>> time_plans(const ConvParams& base,
   size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   const size_t avail = std::min(budget_bytes, free_bytes / 2);
+  // One allocation per set: input | filters | output, each at a 256-byte boundary (cudaMalloc's).
   const size_t x_bytes = float_bytes(x_elems), w_bytes = float_bytes(w_elems),
                y_bytes = float_bytes(y_elems);
-  const size_t fixed = float_bytes(ws_elems), per_set = x_bytes + w_bytes + y_bytes;
+  const size_t x_span = aligned(x_bytes), w_span = aligned(w_bytes);
+  const size_t fixed = float_bytes(ws_elems), per_set = x_span + w_span + aligned(y_bytes);
   if (fixed > avail || per_set > avail - fixed)
     throw std::invalid_argument(
         "time_plans: one set of buffers (" + std::to_string(fixed + per_set) +
@@ -219,11 +222,11 @@ std::vector<std::vector<double>> time_plans(const ConvParams& base,
   b.ws = r.alloc(float_bytes(ws_elems));
   b.ws_elems = ws_elems;
   for (int s = 0; s < S; ++s) {
-    b.x.push_back(r.alloc(x_bytes));
-    b.w.push_back(r.alloc(w_bytes));
-    b.y.push_back(r.alloc(y_bytes));
-    check(cudaMemsetAsync(b.x.back(), kFillByte, x_bytes, r.stream), "cudaMemsetAsync");
-    check(cudaMemsetAsync(b.w.back(), kFillByte, w_bytes, r.stream), "cudaMemsetAsync");
+    char* set = reinterpret_cast<char*>(r.alloc(per_set));
+    b.x.push_back(reinterpret_cast<float*>(set));
+    b.w.push_back(reinterpret_cast<float*>(set + x_span));
+    b.y.push_back(reinterpret_cast<float*>(set + x_span + w_span));
+    check(cudaMemsetAsync(set, kFillByte, x_span + w_bytes, r.stream), "cudaMemsetAsync");
   }
 
   // Warm-up: every plan on every set (also the launchers' one-time function attributes,
