@@ -472,7 +472,7 @@ def _sc_candidates(H=224, M=64, K=5, N=32, lay="NHWC"):
     return spec, ps.candidate_plans(spec, PRESETS["h200"], planner.make_plan(spec, PRESETS["h200"]))
 
 
-@pytest.mark.parametrize("speedup,switches", [(0.90, True), (0.975, True), (0.985, False),
+@pytest.mark.parametrize("speedup,switches", [(0.90, True), (0.985, True), (0.995, False),
                                               (1.10, False)])
 def test_choose_plan_switches_only_beyond_the_tie(cache, monkeypatch, speedup, switches):
     spec, cands = _sc_candidates()
@@ -668,6 +668,21 @@ def test_choose_plan_measures_again_when_the_kernel_rules_change(cache, monkeypa
     (path,) = cache.glob("autotune-*.json")
     assert len(json.loads(path.read_text())) == 2
 
+
+
+def test_choose_plan_measures_again_when_the_margin_changes(cache, monkeypatch):
+    """A choice stored under another PLAN_TIE is measured again: a 1.5% lead switches at a 1%
+    margin and not at 2%."""
+    spec, cands = _timed_candidates(*TIMED[0])
+    timer = _FakeTimer(lambda plans: [[100.0] * 3 for _ in plans[:-1]] + [[98.5] * 3])
+    monkeypatch.setattr(_ffi, "cuda_module", timer)
+    monkeypatch.setattr(autotune, "PLAN_TIE", 0.02)
+    assert autotune.choose_plan(spec, cands).plan is cands[0]
+    autotune.clear_memory()
+    monkeypatch.setattr(autotune, "PLAN_TIE", 0.01)
+    assert autotune.choose_plan(spec, cands).plan is cands[-1] and len(timer.calls) == 2
+    (path,) = cache.glob("autotune-*.json")
+    assert len(json.loads(path.read_text())) == 2
 
 @pytest.mark.parametrize("N,H,M,K,lay,padding", TIMED[:2])
 def test_time_plans_failure_keeps_the_planned_plan(cache, monkeypatch, N, H, M, K, lay,
