@@ -1,4 +1,5 @@
-"""Probes of single_channel.md round 21: our kernels' stream span under XLA against the plan timer.
+"""Probes of single_channel.md rounds 21 and 30: our kernels' stream span under XLA against
+the plan timer.
 
 Run on the GPU machine after installing the package, from outside the source tree:
 
@@ -93,19 +94,29 @@ def probe_order():
         print(line, flush=True)
 
 
+WGMMA_512 = [1, 6, 1, 1, 32, 8, 1, 256]   # the wgmma launch b1 512^2 K3 NHWC takes (round 30)
+
+
 def probe_gap():
+    """Distinct vs shared inputs / weights across the R convs: the planned launch, and on b1
+    512^2 K3 NHWC the wgmma launch too (round 30; with sc-filters-first-probe.patch applied,
+    run it with and without SC_FF=1)."""
     for H, M, K, lay in ((112, 128, 3, "NHWC"), (224, 64, 5, "NHWC"), (112, 128, 3, "NCHW"),
-                         (512, 32, 3, "NHWC")):
+                         (512, 32, 3, "NHWC"), (512, 32, 3, "NCHW")):
         spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
-        R = 256 if H < 512 else 128
+        R = 256 if H < 512 else 192
         xs, ws = random_pairs(xs_, ws_, R)
-        timer = list(autotune.measure_plans(spec, [plan])[0].values())[0]
-        line = f"{lay} {H}^2 M{M} K{K} R={R} timer {timer:.2f}:"
-        for name, args in {"distinct": (xs, ws), "same_w": (xs, (ws[0],) * R),
-                           "same_x": ((xs[0],) * R, ws),
-                           "same_both": ((xs[0],) * R, (ws[0],) * R)}.items():
-            line += f"  {name} {stream_medians({'f': ours(spec, plan)}, args, R, 7)['f']:.2f}"
-        print(line, flush=True)
+        plans = [plan] + [c for c in ps.candidate_plans(spec, HW, plan)
+                          if list(c.kernel_attrs) == WGMMA_512]
+        timer = autotune.measure_plans(spec, plans)[0]
+        for c in plans:
+            a = tuple(c.kernel_attrs)
+            line = f"{lay} {H}^2 M{M} K{K} R={R} {list(a)} timer {timer[a]:.2f}:"
+            for name, args in {"distinct": (xs, ws), "same_w": (xs, (ws[0],) * R),
+                               "same_x": ((xs[0],) * R, ws),
+                               "same_both": ((xs[0],) * R, (ws[0],) * R)}.items():
+                line += f"  {name} {stream_medians({'f': ours(spec, c)}, args, R, 7)['f']:.2f}"
+            print(line, flush=True)
 
 
 def probe_rsweep():
