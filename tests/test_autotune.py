@@ -669,7 +669,6 @@ def test_choose_plan_measures_again_when_the_kernel_rules_change(cache, monkeypa
     assert len(json.loads(path.read_text())) == 2
 
 
-
 def test_choose_plan_measures_again_when_the_margin_changes(cache, monkeypatch):
     """A choice stored under another PLAN_TIE is measured again: a 1.5% lead switches at a 1%
     margin and not at 2%."""
@@ -683,6 +682,7 @@ def test_choose_plan_measures_again_when_the_margin_changes(cache, monkeypatch):
     assert autotune.choose_plan(spec, cands).plan is cands[-1] and len(timer.calls) == 2
     (path,) = cache.glob("autotune-*.json")
     assert len(json.loads(path.read_text())) == 2
+
 
 @pytest.mark.parametrize("N,H,M,K,lay,padding", TIMED[:2])
 def test_time_plans_failure_keeps_the_planned_plan(cache, monkeypatch, N, H, M, K, lay,
