@@ -237,20 +237,40 @@ __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a
 // (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies. The
 // run decode divides by launch constants: two runtime divisions per element were 16% of the
 // instructions of small tiles (ncu, b32 28x28 M512 K5, H200).
+// Run e of stage_filters' fill, decoded: its 4 filters m..m+3 (m a multiple of 4, returned)
+// go to s + *slot and come from w + *src (tap kh, kw). m0 = g * MB, half = MB / (TM / 4).
+template <int TM>
+__device__ __forceinline__ int filter_run(const ConvParams& p, const SCArgs& a, int m0, int half,
+                                          int e, int* slot, int* src) {
+  constexpr int kNH = TM / 4;  // runs of 4 consecutive filters per thread
+  const int t = e / kNH, h = e % kNH;  // t = gl * KK + tap
+  int k, kw;
+  const int gl = int(a.fd_kk.divmod(uint32_t(t), &k));
+  const int kh = int(a.fd_kw.divmod(uint32_t(k), &kw));
+  const int m = m0 + gl * 4 + h * half;
+  *slot = t * TM + 4 * h;
+  *src = m * p.w_so + kh * p.w_sh + kw * p.w_sw;
+  return m;
+}
+
+// Filters of group g as [gl][kh][kw][8]: the kTM = 8 filters a thread of filter group gl
+// uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile) lie together for
+// every tap, so the compute reads them at compile-time offsets; zeros past M. Filled by runs
+// of 4 slots (gl, tap, half h) = 4 consecutive filters: one 16-byte copy with w_vec
+// (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies. The
+// run decode divides by launch constants: two runtime divisions per element were 16% of the
+// instructions of small tiles (ncu, b32 28x28 M512 K5, H200). Runs from e0 on.
 template <int TM>
 __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs& a, int g,
-                                              const float* __restrict__ w, float* s) {
-  constexpr int kNH = TM / 4;  // runs of 4 consecutive filters per thread
-  const int runs = a.GM * a.KH * a.KW * kNH;
-  const int m0 = g * a.MB, half = a.MB / kNH;
-  for (int e = threadIdx.x; e < runs; e += blockDim.x) {
-    const int t = e / kNH, h = e % kNH;  // t = gl * KK + tap
-    int k, kw;
-    const int gl = int(a.fd_kk.divmod(uint32_t(t), &k));
-    const int kh = int(a.fd_kw.divmod(uint32_t(k), &kw));
-    const int m = m0 + gl * 4 + h * half;  // a multiple of 4
-    float* dst = s + t * TM + 4 * h;
-    const float* src = w + m * p.w_so + kh * p.w_sh + kw * p.w_sw;
+                                              const float* __restrict__ w, float* s,
+                                              int e0 = 0) {
+  const int runs = a.GM * a.KH * a.KW * (TM / 4);
+  const int m0 = g * a.MB, half = a.MB / (TM / 4);
+  for (int e = e0 + threadIdx.x; e < runs; e += blockDim.x) {
+    int slot, off;
+    const int m = filter_run<TM>(p, a, m0, half, e, &slot, &off);
+    float* dst = s + slot;
+    const float* src = w + off;
     if (a.w_vec && m + 4 <= p.M) {
       cp_async16<true>(dst, src, true);  // every block reads them: through L1 (cp_async.cuh)
     } else {
@@ -552,15 +572,42 @@ __device__ __forceinline__ bool block_tiles(const SCArgs& a, long long* t0, long
 }
 
 // A block's first tile t0, decoded and staged (input patch into in_buf, filters into w_buf),
-// its copies landed for the whole block.
-template <int TM>
+// its copies landed for the whole block. With kRegFilters the filters' loads leave first (one
+// run a thread, into registers; the rest by cp.async), ahead of the input patch's copies:
+// behind them, a cold first tile under XLA waited for both (b1 NHWC FFMA 0.2-0.3 us of 4-12
+// us; single_channel.md round 31). The row-Winograd kernel keeps the copies in the old order
+// (at its 128-register cap the loads spilled it).
+template <int TM, bool kRegFilters = true>
 __device__ __forceinline__ Tile stage_first_tile(const ConvParams& p, const SCArgs& a, long long t0,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ w, float* in_buf,
                                                  float* w_buf) {
   const Tile cur = decode(a, t0);
-  stage_input(p, a, cur, x, in_buf);
-  stage_filters<TM>(p, a, cur.g, w, w_buf);
+  if constexpr (kRegFilters) {
+    // filter_run's run threadIdx.x, loaded as stage_filters copies it
+    int slot = 0, off = 0;
+    float4 v{};
+    if (int(threadIdx.x) < a.GM * a.KH * a.KW * (TM / 4)) {
+      const int m = filter_run<TM>(p, a, cur.g * a.MB, a.MB / (TM / 4), threadIdx.x, &slot, &off);
+      const float* src = w + off;
+      if (a.w_vec && m + 4 <= p.M) {
+        v = __ldg(reinterpret_cast<const float4*>(src));
+      } else {
+        v.x = m < p.M ? __ldg(src) : 0.f;
+        v.y = m + 1 < p.M ? __ldg(src + p.w_so) : 0.f;
+        v.z = m + 2 < p.M ? __ldg(src + 2 * p.w_so) : 0.f;
+        v.w = m + 3 < p.M ? __ldg(src + 3 * p.w_so) : 0.f;
+      }
+    } else {
+      slot = -1;
+    }
+    stage_input(p, a, cur, x, in_buf);
+    stage_filters<TM>(p, a, cur.g, w, w_buf, blockDim.x);
+    if (slot >= 0) *reinterpret_cast<float4*>(w_buf + slot) = v;
+  } else {
+    stage_input(p, a, cur, x, in_buf);
+    stage_filters<TM>(p, a, cur.g, w, w_buf);
+  }
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -847,7 +894,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   long long t0, t1;
   if (!block_tiles(a, &t0, &t1)) return;
 
-  Tile cur = stage_first_tile<kTM4>(p, a, t0, x, w, raw_in, raw_w);
+  Tile cur = stage_first_tile<kTM4, false>(p, a, t0, x, w, raw_in, raw_w);
   // whether the transformed patch / filters left kF45Max's range (block-uniform)
   bool bad_in = __syncthreads_or(f45_transform_input(a, raw_in, dt));
   bool bad_w = __syncthreads_or(f45_transform_filters(a, raw_w, gt));
