@@ -407,6 +407,11 @@ def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0) -> tuple:
     return (TZ_DIVISION, 1, 1, 32, SPT, stagger + 2 * rs, 128 * NWG)
 
 
+def tz_flags(bits: int) -> tuple[int, int]:
+    """(stagger, rs) of the wgmma kernel's plan[6]: tz_attrs' encoding read back."""
+    return bits & 1, bits >> 1
+
+
 def tz_segments(spec) -> int:
     """256-pixel segments of the tall stack (N images of OH + KH - 1 rows of _mma_line floats)
     through its last output row."""
@@ -560,7 +565,7 @@ def launch_of(spec, plan) -> dict:
     if division == TZ_DIVISION:   # flat segments of the tall stack (boxes: image x 32 filters)
         return dict(division=TZ_DIVISION, RB=OH, CB=OW, MB=32, prefetch=prefetch, threads=T,
                     tiles=_cdiv(tz_segments(spec), RB) * (M // 32), SW=_mma_line(spec),
-                    shared=tz_shared_bytes(spec, RB, prefetch >> 1), grid_per_sm=0)
+                    shared=tz_shared_bytes(spec, RB, tz_flags(prefetch)[1]), grid_per_sm=0)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     f45 = bool(prefetch & F45_FLAG)
@@ -595,10 +600,11 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
               and _mma_tile_fits(spec, MB, RB))
         return [] if ok else ["tensor-core tile"]
     if division == TZ_DIVISION:
+        stagger, rs = tz_flags(prefetch)
         ok = (T in (256, 384) and RB >= T // 128 and prefetch in (0, 1, 2, 3)
-              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, prefetch & 1, prefetch >> 1)
+              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, stagger, rs)
               and tz_supported(spec, hw) is None
-              and tz_shared_bytes(spec, RB, prefetch >> 1) <= TZ_SHARED)
+              and tz_shared_bytes(spec, RB, rs) <= TZ_SHARED)
         return [] if ok else ["wgmma launch"]
     bad = []
     if division not in (1, 2):

@@ -305,7 +305,7 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             rs = ", A from registers" if prefetch & 2 else ""
             assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs
             assert "Toeplitz" in c.reason
-            assert (RB, T // 128, prefetch >> 1) in ps.tz_launches(spec, hw) and MB == 32
+            assert (RB, T // 128, ps.tz_flags(prefetch)[1]) in ps.tz_launches(spec, hw) and MB == 32
             assert prefetch & 1 and (not rs or T == 256)   # staggered; registers: 2 warpgroups
             assert c["tiles"] == ps.launch_of(spec, c)["tiles"] == c["blocks_used"]
             continue
@@ -427,6 +427,7 @@ def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
         assert spt >= nwg and ps.tz_shared_bytes(spec, spt, rs) <= ps.TZ_SHARED
         for stagger, r in ((0, 0), (1, 0), (0, 1), (1, 1)):   # every start order, A either way
             assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, stagger, r), hw) == []
+            assert ps.tz_flags(ps.tz_attrs(spt, nwg, stagger, r)[5]) == (stagger, r)
         assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 4, 128 * nwg), hw) == ["wgmma launch"]
         assert -(-tiles // spt) <= 4 * hw.sm_count or spt == nwg   # at most 4 CTAs per SM
     spt, nwg, _ = ps.tz_launches(spec, hw)[0]
