@@ -230,15 +230,10 @@ __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a
   }
 }
 
-// Filters of group g as [gl][kh][kw][8]: the kTM = 8 filters a thread of filter group gl
-// uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile) lie together for
-// every tap, so the compute reads them at compile-time offsets; zeros past M. Filled by runs
-// of 4 slots (gl, tap, half h) = 4 consecutive filters: one 16-byte copy with w_vec
-// (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies. The
-// run decode divides by launch constants: two runtime divisions per element were 16% of the
-// instructions of small tiles (ncu, b32 28x28 M512 K5, H200).
 // Run e of stage_filters' fill, decoded: its 4 filters m..m+3 (m a multiple of 4, returned)
-// go to s + *slot and come from w + *src (tap kh, kw). m0 = g * MB, half = MB / (TM / 4).
+// go to s + *slot and come from w + *src (tap kh, kw). m0 = g * MB, half = MB / (TM / 4). The
+// decode divides by launch constants: two runtime divisions per element were 16% of the
+// instructions of small tiles (ncu, b32 28x28 M512 K5, H200).
 template <int TM>
 __device__ __forceinline__ int filter_run(const ConvParams& p, const SCArgs& a, int m0, int half,
                                           int e, int* slot, int* src) {
@@ -257,9 +252,8 @@ __device__ __forceinline__ int filter_run(const ConvParams& p, const SCArgs& a, 
 // uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile) lie together for
 // every tap, so the compute reads them at compile-time offsets; zeros past M. Filled by runs
 // of 4 slots (gl, tap, half h) = 4 consecutive filters: one 16-byte copy with w_vec
-// (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies. The
-// run decode divides by launch constants: two runtime divisions per element were 16% of the
-// instructions of small tiles (ncu, b32 28x28 M512 K5, H200). Runs from e0 on.
+// (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies; the
+// runs from e0 on (stage_first_tile loads the first blockDim into registers).
 template <int TM>
 __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs& a, int g,
                                               const float* __restrict__ w, float* s,
