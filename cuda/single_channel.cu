@@ -579,7 +579,7 @@ __device__ __forceinline__ Tile stage_first_tile(const ConvParams& p, const SCAr
   const Tile cur = decode(a, t0);
   if constexpr (kRegFilters) {
     // filter_run's run threadIdx.x, loaded as stage_filters copies it
-    int slot = 0, off = 0;
+    int slot = -1, off = 0;  // slot -1: no run for this thread
     float4 v{};
     if (int(threadIdx.x) < a.GM * a.KH * a.KW * (TM / 4)) {
       const int m = filter_run<TM>(p, a, cur.g * a.MB, a.MB / (TM / 4), threadIdx.x, &slot, &off);
@@ -592,8 +592,6 @@ __device__ __forceinline__ Tile stage_first_tile(const ConvParams& p, const SCAr
         v.z = m + 2 < p.M ? __ldg(src + 2 * p.w_so) : 0.f;
         v.w = m + 3 < p.M ? __ldg(src + 3 * p.w_so) : 0.f;
       }
-    } else {
-      slot = -1;
     }
     stage_input(p, a, cur, x, in_buf);
     stage_filters<TM>(p, a, cur.g, w, w_buf, blockDim.x);
