@@ -147,6 +147,11 @@ struct SCArgs {
   // tile's RB x nc.
   int wino, nc, DW, Qh;
   FastDiv fd_nc;
+  // Sector pairs (flat only; flat_pairs): a chunk's 32-byte sector partner is stored by the same
+  // warp instruction. fstep: filters of a thread's run lie fstep apart (2: one parity per
+  // thread, where planes alternate 32-byte phase); w_run = fstep x w_so, the run's source step.
+  int pairs, fstep;
+  long long w_run;
 };
 
 struct Tile {
@@ -230,7 +235,14 @@ __device__ __forceinline__ void stage_input(const ConvParams& p, const SCArgs& a
   }
 }
 
-// Run e of stage_filters' fill, decoded: its 4 filters m..m+3 (m a multiple of 4, returned)
+// The first filter of thread group gl's run 0 within its tile's MB: runs of 4 consecutive
+// filters (gl * 4), or with fstep 2 (flat_pairs) filters 8j + {0, 2, 4, 6} for gl = 2j and
+// 8j + {1, 3, 5, 7} for gl = 2j + 1, so that a thread's planes share one 32-byte phase.
+__device__ __forceinline__ int run_base(const SCArgs& a, int gl) {
+  return a.fstep == 2 ? ((gl >> 1) << 3) + (gl & 1) : gl * 4;
+}
+
+// Run e of stage_filters' fill, decoded: its 4 filters m + q x fstep (q < 4; m returned)
 // go to s + *slot and come from w + *src (tap kh, kw). m0 = g * MB, half = MB / (TM / 4). The
 // decode divides by launch constants: two runtime divisions per element were 16% of the
 // instructions of small tiles (ncu, b32 28x28 M512 K5, H200).
@@ -242,16 +254,16 @@ __device__ __forceinline__ int filter_run(const ConvParams& p, const SCArgs& a, 
   int k, kw;
   const int gl = int(a.fd_kk.divmod(uint32_t(t), &k));
   const int kh = int(a.fd_kw.divmod(uint32_t(k), &kw));
-  const int m = m0 + gl * 4 + h * half;
+  const int m = m0 + run_base(a, gl) + h * half;
   *slot = t * TM + 4 * h;
   *src = m * p.w_so + kh * p.w_sh + kw * p.w_sw;
   return m;
 }
 
 // Filters of group g as [gl][kh][kw][8]: the kTM = 8 filters a thread of filter group gl
-// uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile) lie together for
-// every tap, so the compute reads them at compile-time offsets; zeros past M. Filled by runs
-// of 4 slots (gl, tap, half h) = 4 consecutive filters: one 16-byte copy with w_vec
+// uses (local m = gl*4 + 0..3 and MB/2 + gl*4 + 0..3, see compute_tile; run_base with fstep 2)
+// lie together for every tap, so the compute reads them at compile-time offsets; zeros past
+// M. Filled by runs of 4 slots (gl, tap, half h) = 4 filters: one 16-byte copy with w_vec
 // (filter-contiguous filters, HWIO, with 16-byte aligned taps), else four 4-byte copies; the
 // runs from e0 on (stage_first_tile loads the first blockDim into registers).
 template <int TM>
@@ -270,8 +282,8 @@ __device__ __forceinline__ void stage_filters(const ConvParams& p, const SCArgs&
     } else {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const bool ok = m + q < p.M;
-        cp_async4(dst + q, ok ? src + q * p.w_so : w, ok);
+        const bool ok = m + q * a.fstep < p.M;
+        cp_async4(dst + q, ok ? src + q * a.w_run : w, ok);
       }
     }
   }
@@ -504,6 +516,10 @@ __device__ __forceinline__ void compute_tile(const ConvParams& p, const SCArgs& 
 
 // The items of a tile in flat chunks (compute_item_flat; launch: flat_chunks): (gl, q) = filter
 // group, 4-pixel chunk of the tile's flattened rows, chunk fastest; chunks past the tile skipped.
+// With a.pairs (flat_pairs) a group has an even count of items and item q holds chunk q - s,
+// s = 1 where the thread's planes put chunk 0 in the second half of a 32-byte sector: every
+// warp then writes whole sectors but at a tile's or plane's ends. A sector half-written by a
+// warp and completed later (or never) costs far more than its bytes (single_channel.md round 32).
 template <int KH_T, int KW_T>
 __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCArgs& a,
                                                   const Tile& t, const float* __restrict__ sin,
@@ -520,8 +536,10 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
   for (int it = threadIdx.x; it < a.items_flat; it += blockDim.x) {
     int q;
     const int gl = int(a.fd_nq.divmod(uint32_t(it), &q));
+    const int mb = run_base(a, gl);  // the thread's first local filter
+    if (a.pairs) q -= int((reinterpret_cast<uintptr_t>(yt + (long long)mb * p.y_sc) >> 4) & 1);
     const int p0 = 4 * q;
-    if (p0 >= nvalid) continue;
+    if (p0 < 0 || p0 >= nvalid) continue;
     int c;
     const int r = int(a.fd_ow.divmod(uint32_t(p0), &c));
     const int split = a.OWc - c;
@@ -538,7 +556,7 @@ __device__ __forceinline__ void compute_tile_flat(const ConvParams& p, const SCA
     for (int h = 0; h < kNH; ++h)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int ml = gl * 4 + h * half + i;
+        const int ml = mb + h * half + i * a.fstep;
         if (m0g + ml >= p.M) continue;
         float* ym = yp + (long long)ml * p.y_sc;
         if (nout == kTP) {
@@ -588,9 +606,9 @@ __device__ __forceinline__ Tile stage_first_tile(const ConvParams& p, const SCAr
         v = __ldg(reinterpret_cast<const float4*>(src));
       } else {
         v.x = m < p.M ? __ldg(src) : 0.f;
-        v.y = m + 1 < p.M ? __ldg(src + p.w_so) : 0.f;
-        v.z = m + 2 < p.M ? __ldg(src + 2 * p.w_so) : 0.f;
-        v.w = m + 3 < p.M ? __ldg(src + 3 * p.w_so) : 0.f;
+        v.y = m + a.fstep < p.M ? __ldg(src + a.w_run) : 0.f;
+        v.z = m + 2 * a.fstep < p.M ? __ldg(src + 2 * a.w_run) : 0.f;
+        v.w = m + 3 * a.fstep < p.M ? __ldg(src + 3 * a.w_run) : 0.f;
       }
     }
     stage_input(p, a, cur, x, in_buf);
@@ -1021,6 +1039,9 @@ void fill_args(const ConvParams& p, long long division, long long RB, long long 
   a->dsw = int(a->SW - p.OW);
   a->items_flat = int(RB * p.OW / 4 * a->GM);
   a->fd_nq = FastDiv(uint32_t(std::max<long long>(1, RB * p.OW / 4)));
+  a->pairs = 0;              // set at launch (flat_pairs)
+  a->fstep = 1;
+  a->w_run = p.w_so;
   a->fd_ow = FastDiv(uint32_t(std::max<long long>(1, p.OW)));
 }
 
@@ -1197,7 +1218,8 @@ bool stores_aligned16(const ConvParams& p, const Resolved& r, const float* y) {
 // aligned taps.
 void staging_vectors(const ConvParams& p, const float* x, const float* w, SCArgs* a) {
   a->in_vec = aligned16(x) && p.x_sw == 1 && p.x_sh % 4 == 0 && p.x_sn % 4 == 0;
-  a->w_vec = aligned16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0;
+  a->w_vec = aligned16(w) && p.w_so == 1 && p.w_sh % 4 == 0 && p.w_sw % 4 == 0 &&
+             a->fstep == 1;
 }
 
 // Flat chunks (compute_tile_flat) where rows of OW = 2 mod 4 outputs would otherwise make every
@@ -1210,6 +1232,26 @@ bool flat_chunks(const ConvParams& p, const Resolved& r, const float* y) {
   return r.layout == 0 && a.vec && p.y_sw == 1 && p.y_sh == p.OW && p.OW % 4 == 2 &&
          a.n_cb == 1 && (a.RB * p.OW) % 4 == 0 && p.y_sc % 4 == 0 && p.y_sn % 4 == 0 &&
          aligned16(y) && p.KH == p.KW && (p.KH == 1 || p.KH == 3 || p.KH == 5 || p.KH == 7);
+}
+
+// Sector pairs for flat chunks (compute_tile_flat), where some plane or tile starts in the
+// second half of a 32-byte sector (odd planes of an OW = 2 mod 4 map: OH x OW = 4 mod 8): each
+// filter group gets an even count of items (chunks shifted by one where its planes start
+// there), so no warp boundary splits a sector. Where planes alternate phase (y_sc / 4 odd) a
+// thread's filters take one parity (fstep 2), which needs whole pairs of groups (GM even).
+// NCHW K3 layers, H200 driver: planes padded to 32 bytes ran 0.92-0.98x the time (round 32).
+void flat_pairs(const ConvParams& p, const float* y, SCArgs* a) {
+  const long long nq = (long long)a->RB * p.OW / 4;  // chunks per tile (flat: a multiple of 4 pixels)
+  const bool aligned = p.y_sc % 8 == 0 && p.y_sn % 8 == 0 && nq % 2 == 0 &&
+                       (reinterpret_cast<uintptr_t>(y) & 31) == 0;
+  const bool odd_planes = (p.y_sc / 4) % 2 != 0;
+  if (!a->flat || aligned || (odd_planes && a->GM % 2 != 0)) return;
+  const long long count = (nq + 2) / 2 * 2;  // >= nq + 1, even
+  a->pairs = 1;
+  a->fstep = odd_planes ? 2 : 1;
+  a->w_run = a->fstep * p.w_so;
+  a->items_flat = int(count * a->GM);
+  a->fd_nq = FastDiv(uint32_t(count));
 }
 
 cudaError_t check_params(const ConvParams& p) {
@@ -1337,11 +1379,13 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   if (err != cudaSuccess) return err;
   r.a.vec16 = stores_aligned16(p, r, y);
 #ifndef SC_NO_FLAT
-  r.a.flat = flat_chunks(p, r, y);
+  r.a.flat = flat_chunks(p, r, y) && !r.a.wino;  // the row-Winograd kernel has its own order
+#endif
+#ifndef SC_NO_PAIRS
+  flat_pairs(p, y, &r.a);
 #endif
   staging_vectors(p, x, w, &r.a);
   if (r.a.wino) {
-    r.a.flat = 0;
     return r.layout == 1 ? launch_kernel(single_channel_f45_kernel<1>, p, r, dev, x, w, y, stream)
                          : launch_kernel(single_channel_f45_kernel<0>, p, r, dev, x, w, y, stream);
   }

@@ -19,6 +19,7 @@
 //                       with the wgmma kernel built in, --check adds 100 of its launches (the
 //                       paper's NHWC K3 / K5 layers and 80 random layers)
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
+//   SC_YPAD=1: NCHW outputs with each filter's plane starting on a 32-byte boundary (timing)
 //   SC_HOT_W=1: every timed launch reads the same filter buffer (the plan timer's way), not its
 //                       set's own
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
@@ -150,6 +151,9 @@ static ConvParams make_params(const Case& c, Bufs* b) {
   long long st[4], s = 1;
   for (int k = 3; k >= 0; --k) { st[order[k]] = s; s *= sz[order[k]]; }
   p.y_sn = st[0]; p.y_sc = st[1]; p.y_sh = st[2]; p.y_sw = st[3];
+  if (c.ylay == 0 && std::getenv("SC_YPAD")) {  // NCHW planes padded to 32-byte boundaries
+    p.y_sc = (OH * OW + 7) / 8 * 8; p.y_sn = p.y_sc * M; s = p.y_sn * N;
+  }
   b->y_elems = size_t(s);
   for (int i = 0; i < 8; ++i) p.plan[i] = c.plan[i];
   p.plan[0] = 1;
@@ -759,8 +763,12 @@ int main(int argc, char** argv) {
     Case wa = paper_case(2, 23, 20, 5, 1, p7); wa.pt = 2; wa.pb = 1; wa.pl = -1; wa.pr = 2; wa.name = "small wino nhwc 5x5";
     long long p8[8] = {1, 1, 3, 1, 32, 8, 3, 256};
     Case wb = paper_case(3, 21, 37, 5, 0, p8); wb.xpitch = 1; wb.name = "small wino nchw prefetch";
+    // flat chunks in sector pairs (flat_pairs) with one filter parity per thread: 26 x 26 planes
+    // (every other one starts mid-sector), tiles of 13 chunks, a partial second filter group
+    long long p11[8] = {1, 2, 1, 2, 16, 2, 0, 128};
+    Case fp = paper_case(2, 28, 20, 3, 0, p11); fp.name = "small nchw flat pairs";
     int bad = 0;
-    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb, &ma, &mb, &wa, &wb}) bad += !check_case(*c, rng, true).ok;
+    for (auto* c : {&a, &b, &d, &e, &f, &g, &h, &k, &fa, &fb, &ma, &mb, &wa, &wb, &fp}) bad += !check_case(*c, rng, true).ok;
 #ifdef FASTCONV_HAVE_WGMMA
     // the wgmma kernel (division 6; built with cuda/single_channel_wgmma.cu and
     // -DFASTCONV_HAVE_WGMMA): a padded NHWC band with staggered warpgroups, and the flat copy of
