@@ -79,7 +79,8 @@
 //     Where rows are back to back and OW = 2 mod 4 (every VALID 3x3 layer of an even map),
 //     the chunks run over the tile's flattened rows instead (flat chunks, compute_tile_flat),
 //     so every float4 lands aligned: 0.74-0.97x the time of the general path on the paper's
-//     NCHW K = 3 layers (H200; benchmarks/notes/single_channel.md, round 9).
+//     NCHW K = 3 layers (H200; benchmarks/notes/single_channel.md, round 9); and where planes
+//     start mid-sector (OH x OW = 4 mod 8), in sector pairs (flat_pairs): 0.90-0.97x (round 32).
 //   LAYOUT 1 (y_sc == 1, e.g. NHWC): lanes run along m; a thread's 8 filters are two runs of
 //     4 (g*4 and g*4 + MB/2) so that the lanes of one pixel store contiguous float4s.
 //   Any other strides are written with scalar stores (correct, slower).
