@@ -152,6 +152,7 @@ LAYOUTS: dict[str, Any] = {
 }
 RANDOM_LAYOUTS = tuple(LAYOUTS)  # (what random_config draws from; the ones below are added later)
 LAYOUTS["NCHW-OIHW-NHWC"] = ("NCHW", "OIHW", "NHWC")
+LAYOUTS["NCHW-HWIO-NCHW"] = ("NCHW", "HWIO", "NCHW")   # filter-contiguous filters, plane outputs
 MAIN_LAYOUTS = ("NCHW", "NHWC")
 
 

@@ -246,6 +246,43 @@ def test_single_channel_random_vs_lax(cfg):
     _check(cfg)
 
 
+# Flat chunks in sector pairs (cuda/single_channel.cu, flat_pairs): plane outputs of OW = 2 mod 4
+# maps whose planes or tiles start in the middle of a 32-byte sector, each (layer, MB, RB) one
+# case: planes alternating phase (OH x OW = 4 mod 8) with a thread's filters of one parity (MB a
+# multiple of 16), the same with one filter group (MB 8: no pairs), aligned planes with tiles of
+# an odd chunk count (pairs, filters in runs), whole maps with M odd (images alternate phase too),
+# filter-contiguous HWIO filters (then copied 4 bytes at a time), 5x5 and 1x1 taps, partial last
+# filter groups, and the paper's b1 512^2 K3 NCHW launch.
+FLAT_PAIRS = [
+    (ConvConfig(2, 1, 20, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 6301), 16, 2),
+    (ConvConfig(2, 1, 20, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 6302), 8, 2),
+    (ConvConfig(3, 1, 37, 30, 28, 3, 3, (1, 1), "VALID", "NCHW", 6303), 16, 2),
+    (ConvConfig(3, 1, 37, 28, 28, 3, 3, (1, 1), "VALID", "NCHW", 6304), 32, 26),
+    (ConvConfig(2, 1, 24, 28, 28, 3, 3, (1, 1), "VALID", "NCHW-HWIO-NCHW", 6305), 16, 4),
+    (ConvConfig(1, 1, 32, 30, 30, 5, 5, (1, 1), "VALID", "NCHW", 6306), 32, 4),
+    (ConvConfig(2, 1, 16, 26, 26, 1, 1, (1, 1), "VALID", "NCHW", 6307), 16, 2),
+    (ConvConfig(1, 1, 32, 512, 512, 3, 3, (1, 1), "VALID", "NCHW", 6308), 32, 4),
+]
+
+
+@pytest.mark.parametrize("cfg,MB,RB", FLAT_PAIRS, ids=lambda v: getattr(v, "id", str(v)))
+def test_single_channel_flat_pairs_vs_lax(cfg, MB, RB):
+    import dataclasses
+    from _helpers import assert_plans_match_lax, run_plan
+    from jax_fastconv import hardware
+    from jax_fastconv import plan_single_channel as ps
+    ex = cfg.explain()
+    assert ex.path == "fastconv-cuda" and ex.plan.method == "single_channel", ex.reason
+    OH, OW = cfg.out_shape()[2:]
+    assert OW % 4 == 2 and (RB * OW) % 4 == 0
+    attrs = (1, 2, 1, -(-cfg.m // MB), MB, RB, 0, 256)   # division 2, volume
+    assert ps.valid_attrs(ex.spec, attrs, hardware.current_hardware()) == [], attrs
+    plan = dataclasses.replace(ex.plan, kernel_attrs=attrs)
+    assert_plans_match_lax(cfg, ex, [plan], "flat pairs", differ=False)
+    x, w = cfg.arrays()   # every output written again: -x gives exactly the negated sums
+    np.testing.assert_array_equal(run_plan(ex.spec, plan, -x, w), -run_plan(ex.spec, plan, x, w))
+
+
 # 1x1 single-channel layers under POINTWISE_MAX_OUT outputs: the pointwise kernel (S6), in its
 # four store orders (float4 along m over 4 pixels where the input plane is the output plane:
 # the first case and 6209; float4 along m per pixel: the padded NHWC ones and 6210, whose

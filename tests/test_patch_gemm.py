@@ -25,6 +25,7 @@ COVERED = [
     ConvConfig(2, 4, 3, 8, 9, 1, 1, (1, 1), "VALID", "dnobj-NHWC", 7),     # 1x1 at stride 1
     ConvConfig(1, 6, 5, 32, 32, 8, 8, (8, 8), "SAME_LOWER", "dnobj-NCHW", 8),
     ConvConfig(2, 3, 4, 20, 24, 5, 6, (5, 6), "VALID", "default", 9),
+    ConvConfig(1, 2, 6, 12, 12, 4, 4, (4, 4), "VALID", "NCHW-HWIO-NCHW", 10),
 ]
 
 # valid convolutions the GEMM does not compute, and the words of the reason
