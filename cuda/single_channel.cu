@@ -250,7 +250,7 @@ __device__ __forceinline__ int run_base(const SCArgs& a, int gl) {
 template <int TM>
 __device__ __forceinline__ int filter_run(const ConvParams& p, const SCArgs& a, int m0, int half,
                                           int e, int* slot, int* src) {
-  constexpr int kNH = TM / 4;  // runs of 4 consecutive filters per thread
+  constexpr int kNH = TM / 4;  // runs of 4 filters per thread (fstep apart)
   const int t = e / kNH, h = e % kNH;  // t = gl * KK + tap
   int k, kw;
   const int gl = int(a.fd_kk.divmod(uint32_t(t), &k));

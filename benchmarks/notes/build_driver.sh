@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build_drv.sh OUTBIN [extra nvcc flags...]: the single-channel driver, one TU per process
+# build_driver.sh OUTBIN [extra nvcc flags...]: the single-channel driver, one TU per process
 set -e
 out=$1; shift
 d=$(mktemp -d)
