@@ -8,6 +8,8 @@ Run on the GPU machine after installing the package, from outside the source tre
                                    # (settle 0) or after an untimed call of itself (settle 1)
     CB=0 python3 xla_probes.py order   # the same without XLA's command buffers
     python3 xla_probes.py gap      # distinct vs shared inputs / weights across the R convs
+    SC_SPLIT_FIRST=1 python3 xla_probes.py split  # round 33: with sc-first-tile-split.patch,
+                                   # run with and without the env (static per process)
     python3 xla_probes.py rsweep   # NHWC vs NCHW stream span against R (the call's footprint)
     python3 xla_probes.py hlo DIR  # NHWC vs NCHW: the compiled HLO of R = 4 convs (to DIR) and
                                    # the kernels one call runs (CUPTI), with their durations
@@ -119,6 +121,21 @@ def probe_gap():
             print(line, flush=True)
 
 
+def probe_split():
+    """Planned FFMA launches, distinct and same-x inputs, plan timer (round 33)."""
+    tag = "split" if os.environ.get("SC_SPLIT_FIRST") else "base"
+    for H, M, K, lay in ((512, 32, 3, "NHWC"), (512, 32, 5, "NHWC"), (224, 64, 5, "NHWC"),
+                         (112, 128, 3, "NHWC"), (512, 32, 3, "NCHW")):
+        spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+        R = 256 if H < 512 else 192
+        xs, ws = random_pairs(xs_, ws_, R)
+        timer = list(autotune.measure_plans(spec, [plan])[0].values())[0]
+        line = f"{tag} {lay} {H}^2 M{M} K{K} {list(plan.kernel_attrs)} timer {timer:.2f}:"
+        for name, args in {"distinct": (xs, ws), "same_x": ((xs[0],) * R, ws)}.items():
+            line += f"  {name} {stream_medians({'f': ours(spec, plan)}, args, R, 9)['f']:.2f}"
+        print(line, flush=True)
+
+
 def probe_rsweep():
     for H, M, K in ((112, 128, 3), (224, 64, 5), (56, 256, 5)):
         for lay in ("NHWC", "NCHW"):
@@ -166,4 +183,4 @@ if __name__ == "__main__":
         probe_hlo(sys.argv[2])
     else:
         {"plans": probe_plans, "order": probe_order, "gap": probe_gap,
-         "rsweep": probe_rsweep}[sys.argv[1]]()
+         "split": probe_split, "rsweep": probe_rsweep}[sys.argv[1]]()
