@@ -1,5 +1,6 @@
-# round 33 probe call (sc-first-tile-split.patch applied): package build, the split probe in
-# alternating processes (env unset / set), the driver's --check and --small with the env set
+# round 33 probe call: package build, the split probe in alternating processes (env unset /
+# set), the driver's --check and racecheck on --small with the env set. First, in the checkout
+# the device copies: git apply benchmarks/notes/sc-first-tile-split.patch (applies to 5a2f701).
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 (bash benchmarks/notes/build_driver.sh /tmp/drv_s > $OUT/drv_build.log 2>&1 &
