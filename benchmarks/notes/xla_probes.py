@@ -99,41 +99,43 @@ def probe_order():
 WGMMA_512 = [1, 6, 1, 1, 32, 8, 1, 256]   # the wgmma launch b1 512^2 K3 NHWC takes (round 30)
 
 
+def gap_table(layers, modes, rounds, extra=(), prefix=""):
+    """Per b1 layer: the planned launch (and the candidates whose attrs are in extra), the plan
+    timer, and the stream span with the inputs / weights distinct or shared across the R convs."""
+    for H, M, K, lay in layers:
+        spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
+        R = 256 if H < 512 else 192
+        xs, ws = random_pairs(xs_, ws_, R)
+        inputs = {"distinct": (xs, ws), "same_w": (xs, (ws[0],) * R),
+                  "same_x": ((xs[0],) * R, ws), "same_both": ((xs[0],) * R, (ws[0],) * R)}
+        plans = [plan] + ([c for c in ps.candidate_plans(spec, HW, plan)
+                           if list(c.kernel_attrs) in extra] if extra else [])
+        timer = autotune.measure_plans(spec, plans)[0]
+        for c in plans:
+            a = tuple(c.kernel_attrs)
+            line = f"{prefix}{lay} {H}^2 M{M} K{K} R={R} {list(a)} timer {timer[a]:.2f}:"
+            for name in modes:
+                med = stream_medians({"f": ours(spec, c)}, inputs[name], R, rounds)["f"]
+                line += f"  {name} {med:.2f}"
+            print(line, flush=True)
+
+
 def probe_gap():
     """Distinct vs shared inputs / weights across the R convs: the planned launch, and on b1
     512^2 K3 NHWC the wgmma launch too (round 30; with sc-filters-first-probe.patch applied,
     run it with and without SC_FF=1)."""
-    for H, M, K, lay in ((112, 128, 3, "NHWC"), (224, 64, 5, "NHWC"), (112, 128, 3, "NCHW"),
-                         (512, 32, 3, "NHWC"), (512, 32, 3, "NCHW")):
-        spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
-        R = 256 if H < 512 else 192
-        xs, ws = random_pairs(xs_, ws_, R)
-        plans = [plan] + [c for c in ps.candidate_plans(spec, HW, plan)
-                          if list(c.kernel_attrs) == WGMMA_512]
-        timer = autotune.measure_plans(spec, plans)[0]
-        for c in plans:
-            a = tuple(c.kernel_attrs)
-            line = f"{lay} {H}^2 M{M} K{K} R={R} {list(a)} timer {timer[a]:.2f}:"
-            for name, args in {"distinct": (xs, ws), "same_w": (xs, (ws[0],) * R),
-                               "same_x": ((xs[0],) * R, ws),
-                               "same_both": ((xs[0],) * R, (ws[0],) * R)}.items():
-                line += f"  {name} {stream_medians({'f': ours(spec, c)}, args, R, 7)['f']:.2f}"
-            print(line, flush=True)
+    gap_table(((112, 128, 3, "NHWC"), (224, 64, 5, "NHWC"), (112, 128, 3, "NCHW"),
+               (512, 32, 3, "NHWC"), (512, 32, 3, "NCHW")),
+              ("distinct", "same_w", "same_x", "same_both"), 7, extra=[WGMMA_512])
 
 
 def probe_split():
-    """Planned FFMA launches, distinct and same-x inputs, plan timer (round 33)."""
-    tag = "split" if os.environ.get("SC_SPLIT_FIRST") else "base"
-    for H, M, K, lay in ((512, 32, 3, "NHWC"), (512, 32, 5, "NHWC"), (224, 64, 5, "NHWC"),
-                         (112, 128, 3, "NHWC"), (512, 32, 3, "NCHW")):
-        spec, plan, xs_, ws_, dn = layer(H, M, K, lay)
-        R = 256 if H < 512 else 192
-        xs, ws = random_pairs(xs_, ws_, R)
-        timer = list(autotune.measure_plans(spec, [plan])[0].values())[0]
-        line = f"{tag} {lay} {H}^2 M{M} K{K} {list(plan.kernel_attrs)} timer {timer:.2f}:"
-        for name, args in {"distinct": (xs, ws), "same_x": ((xs[0],) * R, ws)}.items():
-            line += f"  {name} {stream_medians({'f': ours(spec, plan)}, args, R, 9)['f']:.2f}"
-        print(line, flush=True)
+    """Planned launches, distinct and same-x inputs, plan timer (round 33; with
+    sc-first-tile-split.patch applied, run it with and without SC_SPLIT_FIRST=1)."""
+    gap_table(((512, 32, 3, "NHWC"), (512, 32, 5, "NHWC"), (224, 64, 5, "NHWC"),
+               (112, 128, 3, "NHWC"), (512, 32, 3, "NCHW")),
+              ("distinct", "same_x"), 9,
+              prefix="split " if os.environ.get("SC_SPLIT_FIRST") else "base ")
 
 
 def probe_rsweep():
