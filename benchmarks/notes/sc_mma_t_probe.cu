@@ -4,18 +4,21 @@
 //
 // Why this orientation (division 5, single_channel_mma.cu, has A = pixels): the weights are
 // the A operand, loaded and split hi / lo once per warp and filter group (KSTEPS x 8 registers),
-// and the input band is split once at staging into (hi, lo) float2 pairs, so a k-step of one
-// n8 tile (8 pixels) is 2 LDS.64 + 3 MMAs per 16 filters: no per-use split (division 5's k-step:
-// 8 LDS + 8 LOP3 + 8 FADD + 2 IADD per 12 MMAs, issue-bound at ~0.28 MMA / clock / SM, round 17).
-// Lane (g, t) holds filters 2g, 2g + 1 of its group (A rows g, g + 8) x pixels 2t, 2t + 1 of
-// each n8 tile: NCHW one float2 per filter (a warp: 8 whole 32-byte sectors when the tile's
-// flattened pixels are 8-aligned in the plane), NHWC one float2 per pixel (64 contiguous bytes
-// per pixel and group).
+// and the input band is split once at staging into float4s (hi x_i, hi x_i+1, lo x_i, lo x_i+1)
+// with the k slots as tap pairs, so a k-step of one n8 tile (8 pixels) is 1 LDS.128 + 3 MMAs per
+// 16 filters: no per-use split (division 5's k-step: 8 LDS + 8 LOP3 + 8 FADD + 2 IADD per 12
+// MMAs, issue-bound at ~0.28 MMA / clock / SM, round 17). Lane (g, t) holds A rows g, g + 8 x
+// columns 2t, 2t + 1 of each n8 tile; columns are permuted so that NCHW lanes hold 4 consecutive
+// pixels per filter (a float4 store), and NHWC with MT = 2 maps a lane's 4 rows to 4 consecutive
+// filters (a float4 per pixel). MODE 1 / 2 compile out the stores / the MMAs (timing splits).
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -DFASTCONV_HAVE_WGMMA -Icuda \
 //        benchmarks/notes/sc_mma_t_probe.cu cuda/single_channel*.cu cuda/direct_conv.cu -o /tmp/tp
 //   /tmp/tp            the probe's cases: errors vs a float64 reference, then graph timing
 //   TP_CASES=a,b       only the cases whose names contain one of these
+//   TP_VARIANTS=02     only these variants (indices into kVariants)
+//   -DTP_STAMPS=1      timeline stamps; -DTP_OLDW=0: weights loaded before the item loop (TP_WFIRST=1:
+//                      before the band)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -39,6 +42,12 @@
   } while (0)
 
 using fastconv::FastDiv;
+#ifndef TP_STAMPS  // 1: the timeline stamps compiled in (1.5-2.5 us slower: round 34, section L)
+#define TP_STAMPS 0
+#endif
+#ifndef TP_OLDW  // 1: each warp loads its first group's weights at its first item (0.5 us faster than
+#define TP_OLDW 1  // after the band, before the item loop: section L)
+#endif
 #ifndef TP_MINB
 #define TP_MINB 2
 #endif
@@ -64,11 +73,13 @@ struct TArgs {
   int mode;          // 0 whole; 1 no stores (a store that never happens); 2 no MMAs
 };
 
+#if TP_STAMPS
 __device__ __forceinline__ unsigned long long gtimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+#endif
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -94,7 +105,9 @@ template <int KH, int KW, int MT, int NT, int LAYOUT, int MODE, bool SPLIT = fal
 __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
   constexpr int PPR = (KW + 1) / 2, NPAIRS = KH * PPR, KSTEPS = (NPAIRS + 3) / 4;
   extern __shared__ float4 band[];
+#if TP_STAMPS
   const unsigned long long t_entry = gtimer();
+#endif
   int rem;
   const int mb = int(a.fd_nmb.divmod(blockIdx.x, &rem));  // blockIdx = (n, rb, mb), mb fastest
   const int blk_m = rem;
@@ -125,7 +138,7 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
     }
   };
   const int it0 = warp;
-  if (a.wfirst && it0 < G * npix_chunks) load_w(it0 / npix_chunks);
+  if (!TP_OLDW && a.wfirst && it0 < G * npix_chunks) load_w(it0 / npix_chunks);
 
   // stage the band, zeros outside the map: chunks of 4 elements, x_c..x_c+3 one 16-byte load
   // where the row allows (x_c+4, the last element's partner, a 4-byte one); every load of a
@@ -181,11 +194,13 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
     boff[ks] = pr < NPAIRS ? (pr / PPR) * a.SWp + 2 * (pr % PPR) : 0;
   }
   __syncthreads();
+#if TP_STAMPS
   if (a.stamps && threadIdx.x == 0) {
     a.stamps[4 * blockIdx.x] = t_entry;
     a.stamps[4 * blockIdx.x + 1] = gtimer();
   }
   bool first_item = true;
+#endif
 
   const int nchunks = npix_chunks;
   uint32_t ahi[MT][KSTEPS][4], alo[MT][KSTEPS][4];
@@ -198,7 +213,7 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
         for (int r = 0; r < 4; ++r) split(wraw[mt][ks][r], ahi[mt][ks][r], alo[mt][ks][r]);
   };
   int cur_q = -1;
-  if (it0 < G * nchunks) {  // the first group's weights (loaded at entry with wfirst)
+  if (!TP_OLDW && it0 < G * nchunks) {  // the first group's weights (loaded at entry with wfirst)
     if (!a.wfirst) load_w(it0 / nchunks);
     split_w();
     cur_q = it0 / nchunks;
@@ -317,10 +332,14 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
         if (fp + 1 < npix) __stcs(reinterpret_cast<float2*>(y0 + a.M), make_float2(acc[0][j][1], acc[0][j][3]));
       }
     }
+#if TP_STAMPS
     if (a.stamps && first_item && threadIdx.x == 0) a.stamps[4 * blockIdx.x + 2] = gtimer();
     first_item = false;
+#endif
   }
+#if TP_STAMPS
   if (a.stamps && threadIdx.x == 0) a.stamps[4 * blockIdx.x + 3] = gtimer();
+#endif
 }
 
 // float64 reference, one output per thread
@@ -566,6 +585,7 @@ int main() {
     else if (c.HW == 28) tiles = {{24, 32}, {24, 64}, {24, 128}, {12, 64}, {12, 128}, {8, 128}};
     else tiles = {{13, 64}, {13, 128}, {26, 64}, {52, 32}, {7, 128}};
     for (int v = 0; v < kNumVariants; ++v) {
+      if (std::getenv("TP_VARIANTS") && !strchr(std::getenv("TP_VARIANTS"), '0' + v)) continue;  // e.g. "2"
       const int mt = kVariants[v][0], nt = kVariants[v][1];
       double best = 1e30; int bRB = 0, bMB = 0;
       for (const auto& tile : tiles) {
@@ -593,7 +613,7 @@ int main() {
         });
       printf("  BEST MT %d NT %d: RB %d MBT %d %.2f us (no stores %.2f, no MMAs %.2f), package %.2f us, ratio %.3f, %% of floor %.1f\n",
              mt, nt, bRB, bMB, best, tm[1], tm[2], t_pkg, best / t_pkg, 100 * floor_us / best);
-      for (int mode = 0; mode <= 1 && bRB; ++mode) {  // timeline of the best tile (3rd of 3 back-to-back launches)
+      for (int mode = 0; mode <= 1 && bRB && TP_STAMPS; ++mode) {  // timeline of the best tile (3rd of 3 back-to-back launches)
         TArgs ar = make_args(c, xs[0], ws[0], ys[0], bRB, bMB, mode);
         const int G = ar.N * ar.n_rb * ar.n_mb;
         unsigned long long* st; CK(cudaMalloc(&st, 32ull * G));
