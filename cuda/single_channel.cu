@@ -1255,6 +1255,20 @@ void flat_pairs(const ConvParams& p, const float* y, SCArgs* a) {
   a->fd_nq = FastDiv(uint32_t(count));
 }
 
+// What the launch decides from the operands' addresses, in the order these decisions depend on
+// each other: the sector pairs read the flat chunks' decision, and the filter staging's 16-byte
+// copies the pairs' filter step (fstep 2 turns them off).
+void pointer_args(const ConvParams& p, const float* x, const float* w, const float* y, Resolved* r) {
+  r->a.vec16 = stores_aligned16(p, *r, y);
+#ifndef SC_NO_FLAT
+  r->a.flat = flat_chunks(p, *r, y) && !r->a.wino;  // the row-Winograd kernel has its own order
+#endif
+#ifndef SC_NO_PAIRS
+  flat_pairs(p, y, &r->a);
+#endif
+  staging_vectors(p, x, w, &r->a);
+}
+
 cudaError_t check_params(const ConvParams& p) {
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1) return cudaErrorInvalidValue;
   if (p.KH < 1 || p.KW < 1 || p.N < 0 || p.M < 0 || p.OH < 0 || p.OW < 0)
@@ -1378,14 +1392,7 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   Resolved r;
   err = resolve(p, dev, &r);
   if (err != cudaSuccess) return err;
-  r.a.vec16 = stores_aligned16(p, r, y);
-#ifndef SC_NO_FLAT
-  r.a.flat = flat_chunks(p, r, y) && !r.a.wino;  // the row-Winograd kernel has its own order
-#endif
-#ifndef SC_NO_PAIRS
-  flat_pairs(p, y, &r.a);
-#endif
-  staging_vectors(p, x, w, &r.a);
+  pointer_args(p, x, w, y, &r);
   if (r.a.wino) {
     return r.layout == 1 ? launch_kernel(single_channel_f45_kernel<1>, p, r, dev, x, w, y, stream)
                          : launch_kernel(single_channel_f45_kernel<0>, p, r, dev, x, w, y, stream);
