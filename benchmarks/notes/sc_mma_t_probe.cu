@@ -31,14 +31,15 @@
 
 #include "fast_divide.h"
 #include "kernels.h"
+#include "probe_timing.cuh"  // time_graph, globaltimer (its CK returns 1; CKX here exits)
 
-#define CK(x)                                                                      \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
+#define CKX(x)                                                                           \
+  do {                                                                                   \
+    cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                             \
       fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                     \
-    }                                                                              \
+      exit(1);                                                                           \
+    }                                                                                    \
   } while (0)
 
 using fastconv::FastDiv;
@@ -73,13 +74,6 @@ struct TArgs {
   int mode;          // 0 whole; 1 no stores (a store that never happens); 2 no MMAs
 };
 
-#if TP_STAMPS
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-#endif
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -106,7 +100,7 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
   constexpr int PPR = (KW + 1) / 2, NPAIRS = KH * PPR, KSTEPS = (NPAIRS + 3) / 4;
   extern __shared__ float4 band[];
 #if TP_STAMPS
-  const unsigned long long t_entry = gtimer();
+  const unsigned long long t_entry = globaltimer();
 #endif
   int rem;
   const int mb = int(a.fd_nmb.divmod(blockIdx.x, &rem));  // blockIdx = (n, rb, mb), mb fastest
@@ -197,7 +191,7 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
 #if TP_STAMPS
   if (a.stamps && threadIdx.x == 0) {
     a.stamps[4 * blockIdx.x] = t_entry;
-    a.stamps[4 * blockIdx.x + 1] = gtimer();
+    a.stamps[4 * blockIdx.x + 1] = globaltimer();
   }
   bool first_item = true;
 #endif
@@ -333,13 +327,25 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
       }
     }
 #if TP_STAMPS
-    if (a.stamps && first_item && threadIdx.x == 0) a.stamps[4 * blockIdx.x + 2] = gtimer();
+    if (a.stamps && first_item && threadIdx.x == 0) a.stamps[4 * blockIdx.x + 2] = globaltimer();
     first_item = false;
 #endif
   }
 #if TP_STAMPS
-  if (a.stamps && threadIdx.x == 0) a.stamps[4 * blockIdx.x + 3] = gtimer();
+  if (a.stamps && threadIdx.x == 0) a.stamps[4 * blockIdx.x + 3] = globaltimer();
 #endif
+}
+
+// Output i of the logical NCHW order: (n, m, oh, ow).
+struct OutIdx {
+  int n, m, oh, ow;
+};
+__device__ __forceinline__ OutIdx out_idx(const TArgs& a, long long i) {
+  OutIdx o;
+  o.ow = int(i % a.OW); i /= a.OW;
+  o.oh = int(i % a.OH); i /= a.OH;
+  o.m = int(i % a.M); o.n = int(i / a.M);
+  return o;
 }
 
 // float64 reference, one output per thread
@@ -347,10 +353,7 @@ __global__ void ref_kernel(const TArgs a, double* out) {
   const long long total = (long long)a.N * a.M * a.OH * a.OW;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
-    long long r = i;
-    const int ow = r % a.OW; r /= a.OW;
-    const int oh = r % a.OH; r /= a.OH;
-    const int m = r % a.M; const int n = int(r / a.M);
+    const auto [n, m, oh, ow] = out_idx(a, i);
     double s = 0;
     for (int kh = 0; kh < a.KH; ++kh)
       for (int kw = 0; kw < a.KW; ++kw) {
@@ -369,10 +372,7 @@ __global__ void err_kernel(const TArgs a, const double* ref, double* acc) {
   double se = 0, sr = 0, mx = 0, nan = 0;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
-    long long r = i;
-    const int ow = r % a.OW; r /= a.OW;
-    const int oh = r % a.OH; r /= a.OH;
-    const int m = r % a.M; const int n = int(r / a.M);
+    const auto [n, m, oh, ow] = out_idx(a, i);
     const float v = a.y[n * a.y_sn + m * a.y_sc + oh * a.y_sh + ow * a.y_sw];
     if (!isfinite(v)) { nan += 1; continue; }
     const double d = double(v) - ref[i];
@@ -408,7 +408,7 @@ void launch_t(const TArgs& a, cudaStream_t s) {
   const size_t smem = size_t(a.band_rows) * a.SWp * sizeof(float4);
   static bool raised = false;
   if (!raised) {
-    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CKX(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
     raised = true;
   }
   kern<<<a.N * a.n_rb * a.n_mb, 256, smem, s>>>(a);
@@ -479,32 +479,21 @@ fastconv::ConvParams make_params(const Case& c) {
   return p;
 }
 
+// launch(r, stream) for r < R captured in one graph, replayed `samples` times: median us per launch
 template <class Launch>
 double graph_time_us(int R, int samples, Launch launch) {
-  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaGraph_t graph; cudaGraphExec_t gexec;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-  for (int r = 0; r < R; ++r) launch(r, st);
-  CK(cudaStreamEndCapture(st, &graph));
-  CK(cudaGraphInstantiate(&gexec, graph, 0));
-  CK(cudaGraphLaunch(gexec, st)); CK(cudaStreamSynchronize(st));
-  std::vector<double> ts;
-  for (int s = 0; s < samples; ++s) {
-    CK(cudaEventRecord(e0, st)); CK(cudaGraphLaunch(gexec, st));
-    CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); ts.push_back(ms * 1e3 / R);
-  }
-  CK(cudaGraphExecDestroy(gexec)); CK(cudaGraphDestroy(graph)); CK(cudaStreamDestroy(st));
-  CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
+  cudaStream_t st;
+  CKX(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  float us = 0.f;
+  if (time_graph(st, R, samples, [&](int r) { launch(r, st); }, &us)) exit(1);
+  CKX(cudaStreamDestroy(st));
+  return us;
 }
 
 }  // namespace
 
 int main() {
-  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+  cudaDeviceProp prop; CKX(cudaGetDeviceProperties(&prop, 0));
   printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   const Case cases[] = {
       {"b1 512^2 K5 NCHW", 1, 512, 32, 5, 0, {1, 2, 1, 1, 32, 4, 0, 256}},
@@ -533,24 +522,24 @@ int main() {
     const int R = std::max<int>(2, std::min<int>(8, int(600e6 / (4.0 * (xe + ye)))));
     std::vector<float*> xs(R), ws(R), ys(R);
     for (int r = 0; r < R; ++r) {
-      CK(cudaMalloc(&xs[r], xe * 4)); CK(cudaMalloc(&ws[r], we * 4)); CK(cudaMalloc(&ys[r], ye * 4));
+      CKX(cudaMalloc(&xs[r], xe * 4)); CKX(cudaMalloc(&ws[r], we * 4)); CKX(cudaMalloc(&ys[r], ye * 4));
       fill_kernel<<<1024, 256>>>(xs[r], xe, 17 + r); fill_kernel<<<64, 256>>>(ws[r], we, 91 + r);
     }
-    double* ref; CK(cudaMalloc(&ref, ye * 8));
-    double* acc; CK(cudaMalloc(&acc, 4 * 8));
+    double* ref; CKX(cudaMalloc(&ref, ye * 8));
+    double* acc; CKX(cudaMalloc(&acc, 4 * 8));
     const double floor_us = 4.0 * (xe + we + ye) / 4.25e6;  // H200 copy 4.25 TB/s (scale only)
     printf("\n== %s (floor %.2f us at 4.25 TB/s; R %d)\n", c.name, floor_us, R);
     {
       TArgs a0 = make_args(c, xs[0], ws[0], ys[0], 4, 32);
       ref_kernel<<<2048, 256>>>(a0, ref);
-      CK(cudaGetLastError());
+      CKX(cudaGetLastError());
     }
     auto check = [&](const char* what, float* y, int layout) {
       TArgs a0 = make_args(c, xs[0], ws[0], y, 4, 32);
       (void)layout;
-      CK(cudaMemset(acc, 0, 32));
+      CKX(cudaMemset(acc, 0, 32));
       err_kernel<<<1024, 256>>>(a0, ref, acc);
-      double h[4]; CK(cudaMemcpy(h, acc, 32, cudaMemcpyDeviceToHost));
+      double h[4]; CKX(cudaMemcpy(h, acc, 32, cudaMemcpyDeviceToHost));
       printf("  check %-28s rel L2 %.3e  max|d| %.3e  non-finite %.0f\n", what, sqrt(h[0] / h[1]), h[2], h[3]);
     };
     if (const char* one = std::getenv("TP_ONE")) {  // "variant,RB,MBT,mode": one launch (for ncu), then exit
@@ -558,20 +547,20 @@ int main() {
       sscanf(one, "%d,%d,%d,%d", &v, &RB, &MBT, &mode);
       TArgs a0 = make_args(c, xs[0], ws[0], ys[0], RB, MBT, mode);
       launch_probe(a0, v, c.layout, 0);
-      CK(cudaDeviceSynchronize());
+      CKX(cudaDeviceSynchronize());
       fastconv::ConvParams p1 = make_params(c);
-      CK(fastconv::launch_single_channel(p1, xs[1], ws[1], ys[1], 0));
-      CK(cudaDeviceSynchronize());
+      CKX(fastconv::launch_single_channel(p1, xs[1], ws[1], ys[1], 0));
+      CKX(cudaDeviceSynchronize());
       return 0;
     }
     // the package's planned launch
     fastconv::ConvParams p = make_params(c);
-    CK(cudaMemset(ys[0], 0xff, ye * 4));
-    CK(fastconv::launch_single_channel(p, xs[0], ws[0], ys[0], 0));
-    CK(cudaDeviceSynchronize());
+    CKX(cudaMemset(ys[0], 0xff, ye * 4));
+    CKX(fastconv::launch_single_channel(p, xs[0], ws[0], ys[0], 0));
+    CKX(cudaDeviceSynchronize());
     check("package plan", ys[0], c.layout);
     const double t_pkg = graph_time_us(R, 25, [&](int r, cudaStream_t st) {
-      CK(fastconv::launch_single_channel(p, xs[r], ws[r], ys[r], st));
+      CKX(fastconv::launch_single_channel(p, xs[r], ws[r], ys[r], st));
     });
     const size_t n4 = ye / 4;
     const double t_store = graph_time_us(R, 25, [&](int r, cudaStream_t st) {
@@ -591,10 +580,10 @@ int main() {
       for (const auto& tile : tiles) {
         const int RB = tile.first, MBT = tile.second;
         if (MBT > c.M || MBT % (16 * mt)) continue;
-        CK(cudaMemset(ys[0], 0xff, ye * 4));
+        CKX(cudaMemset(ys[0], 0xff, ye * 4));
         TArgs a0 = make_args(c, xs[0], ws[0], ys[0], RB, MBT);
         launch_probe(a0, v, c.layout, 0);
-        CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+        CKX(cudaGetLastError()); CKX(cudaDeviceSynchronize());
         char nm[64]; snprintf(nm, sizeof nm, "probe MT %d NT %d RB %d MBT %d", mt, nt, RB, MBT);
         check(nm, ys[0], c.layout);
         const double tt = graph_time_us(R, 25, [&](int r, cudaStream_t st) {
@@ -616,12 +605,12 @@ int main() {
       for (int mode = 0; mode <= 1 && bRB && TP_STAMPS; ++mode) {  // timeline of the best tile (3rd of 3 back-to-back launches)
         TArgs ar = make_args(c, xs[0], ws[0], ys[0], bRB, bMB, mode);
         const int G = ar.N * ar.n_rb * ar.n_mb;
-        unsigned long long* st; CK(cudaMalloc(&st, 32ull * G));
+        unsigned long long* st; CKX(cudaMalloc(&st, 32ull * G));
         for (int k = 0; k < 3; ++k) { ar.stamps = k == 2 ? st : nullptr; launch_probe(ar, v, c.layout, 0); }
-        CK(cudaDeviceSynchronize());
+        CKX(cudaDeviceSynchronize());
         std::vector<unsigned long long> h(4ull * G);
-        CK(cudaMemcpy(h.data(), st, 32ull * G, cudaMemcpyDeviceToHost));
-        CK(cudaFree(st));
+        CKX(cudaMemcpy(h.data(), st, 32ull * G, cudaMemcpyDeviceToHost));
+        CKX(cudaFree(st));
         unsigned long long t0 = ~0ull, tend = 0;
         for (int b = 0; b < G; ++b) { t0 = std::min(t0, h[4 * b]); tend = std::max(tend, h[4 * b + 3]); }
         std::vector<double> e, sg, fi, en;
@@ -637,8 +626,8 @@ int main() {
                med(en), mx(en));
       }
     }
-    for (int r = 0; r < R; ++r) { CK(cudaFree(xs[r])); CK(cudaFree(ws[r])); CK(cudaFree(ys[r])); }
-    CK(cudaFree(ref)); CK(cudaFree(acc));
+    for (int r = 0; r < R; ++r) { CKX(cudaFree(xs[r])); CKX(cudaFree(ws[r])); CKX(cudaFree(ys[r])); }
+    CKX(cudaFree(ref)); CKX(cudaFree(acc));
   }
   return 0;
 }
