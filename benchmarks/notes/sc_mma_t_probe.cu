@@ -17,8 +17,8 @@
 //   /tmp/tp            the probe's cases: errors vs a float64 reference, then graph timing
 //   TP_CASES=a,b       only the cases whose names contain one of these
 //   TP_VARIANTS=02     only these variants (indices into kVariants)
-//   -DTP_STAMPS=1      timeline stamps; -DTP_OLDW=0: weights loaded before the item loop (TP_WFIRST=1:
-//                      before the band)
+//   -DTP_STAMPS=1      timeline stamps; -DTP_OLDW=0: the first group's weights loaded before the
+//                      item loop, not at each warp's first item
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -65,12 +65,11 @@ struct TArgs {
   long long y_sn, y_sc, y_sh, y_sw;  // dense NCHW (y_sw 1, y_sh OW) or dense NHWC (y_sc 1)
   int RB, MBT;       // output rows and filters (multiple of 16) per CTA tile
   int n_rb, n_mb;    // tiles along rows, filter blocks
-  int SWp;           // band row stride (float2)
+  int SWp;           // band row stride (float4s)
   int BW, band_rows; // band columns OW + KW - 1, rows RB + KH - 1
   int BQ, vec_in;    // 4-element chunks per band row; 16-byte input loads allowed
   FastDiv fd_ow, fd_bq, fd_nmb, fd_nrb;
   unsigned long long* stamps;  // per CTA: entry, band staged, warp 0's first item done, warp 0 done (null: off)
-  int wfirst;        // the first group's weights loaded before the band (1) or after it (0, TP_WFIRST)
   int mode;          // 0 whole; 1 no stores (a store that never happens); 2 no MMAs
 };
 
@@ -114,9 +113,9 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int G = min(a.MBT, a.M - m0) / (16 * MT);  // whole groups of 16 MT filters (probe: M % 32 == 0)
-  const int npix_chunks = (npix + 8 * NT - 1) / (8 * NT);
-  // the first group's weights, loaded before the band so that both latencies overlap
-  // (A rows g, g + 8 <-> filters 2g, 2g + 1 of each 16; NHWC with MT 2: 4g .. 4g + 3)
+  const int nchunks = (npix + 8 * NT - 1) / (8 * NT);  // warp items per 16 MT filters
+  // a group's weights into registers (A rows g, g + 8 <-> filters 2g, 2g + 1 of each 16; NHWC
+  // with MT 2: 4g .. 4g + 3), split below
   float wraw[MT][KSTEPS][4];
   auto load_w = [&](int q) {
 #pragma unroll
@@ -131,8 +130,6 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
         }
     }
   };
-  const int it0 = warp;
-  if (!TP_OLDW && a.wfirst && it0 < G * npix_chunks) load_w(it0 / npix_chunks);
 
   // stage the band, zeros outside the map: chunks of 4 elements, x_c..x_c+3 one 16-byte load
   // where the row allows (x_c+4, the last element's partner, a 4-byte one); every load of a
@@ -196,7 +193,6 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
   bool first_item = true;
 #endif
 
-  const int nchunks = npix_chunks;
   uint32_t ahi[MT][KSTEPS][4], alo[MT][KSTEPS][4];
   auto split_w = [&]() {
 #pragma unroll
@@ -207,10 +203,10 @@ __global__ void __launch_bounds__(256, TP_MINB) mma_t_kernel(const TArgs a) {
         for (int r = 0; r < 4; ++r) split(wraw[mt][ks][r], ahi[mt][ks][r], alo[mt][ks][r]);
   };
   int cur_q = -1;
-  if (!TP_OLDW && it0 < G * nchunks) {  // the first group's weights (loaded at entry with wfirst)
-    if (!a.wfirst) load_w(it0 / nchunks);
+  if (!TP_OLDW && warp < G * nchunks) {  // the first group's weights, before the item loop
+    load_w(warp / nchunks);
     split_w();
-    cur_q = it0 / nchunks;
+    cur_q = warp / nchunks;
   }
   for (int it = warp; it < G * nchunks; it += nwarps) {
     const int q = it / nchunks, chunk = it - q * nchunks;
@@ -447,7 +443,6 @@ void launch_probe(const TArgs& a, int v, int layout, cudaStream_t s) {
 TArgs make_args(const Case& c, const float* x, const float* w, float* y, int RB, int MBT, int mode = 0) {
   TArgs a{};
   a.mode = mode;
-  a.wfirst = std::getenv("TP_WFIRST") ? atoi(std::getenv("TP_WFIRST")) : 0;
   a.x = x; a.w = w; a.y = y;
   a.N = c.N; a.H = a.W = c.HW; a.M = c.M; a.KH = a.KW = c.K;
   a.OH = a.OW = c.HW - c.K + 1;
