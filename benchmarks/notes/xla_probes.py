@@ -10,6 +10,7 @@ Run on the GPU machine after installing the package, from outside the source tre
     python3 xla_probes.py gap      # distinct vs shared inputs / weights across the R convs
     SC_SPLIT_FIRST=1 python3 xla_probes.py split  # round 33: with sc-first-tile-split.patch,
                                    # run with and without the env (static per process)
+    python3 xla_probes.py pf       # round 35: the wgmma launches with the band prefetched to L2
     python3 xla_probes.py rsweep   # NHWC vs NCHW stream span against R (the call's footprint)
     python3 xla_probes.py hlo DIR  # NHWC vs NCHW: the compiled HLO of R = 4 convs (to DIR) and
                                    # the kernels one call runs (CUPTI), with their durations
@@ -138,6 +139,29 @@ def probe_split():
               prefix="split " if os.environ.get("SC_SPLIT_FIRST") else "base ")
 
 
+def probe_pf():
+    """Round 35: the wgmma launches of the b1 NHWC K3 / K5 layers with and without their band
+    prefetched to L2 first (plan[6] & 8: with sc-wgmma-l2pf.patch applied), stream span with
+    distinct and shared inputs, and the plan timer; two rounds, interleaved."""
+    import dataclasses
+    for H, M, K, spt in ((512, 32, 5, 8), (512, 32, 3, 8), (224, 64, 5, 2), (1024, 32, 5, 31)):
+        spec, plan, xs_, ws_, dn = layer(H, M, K, "NHWC")
+        R = 256 if H < 512 else (192 if H == 512 else 64)
+        xs, ws = random_pairs(xs_, ws_, R)
+        inputs = {"distinct": (xs, ws), "same_x": ((xs[0],) * R, ws)}
+        plans = [dataclasses.replace(plan, kernel_attrs=(plan.kernel_attrs[0], 6, 1, 1, 32, spt,
+                                                         f, 256)) for f in (1, 9, 3, 11)]
+        for rnd in range(2):
+            timer = autotune.measure_plans(spec, plans)[0]
+            for c in plans:
+                a = tuple(c.kernel_attrs)
+                line = f"pf r{rnd} NHWC {H}^2 M{M} K{K} R={R} {list(a)} timer {timer[a]:.2f}:"
+                for name in inputs:
+                    med = stream_medians({"f": ours(spec, c)}, inputs[name], R, 7)["f"]
+                    line += f"  {name} {med:.2f}"
+                print(line, flush=True)
+
+
 def probe_rsweep():
     for H, M, K in ((112, 128, 3), (224, 64, 5), (56, 256, 5)):
         for lay in ("NHWC", "NCHW"):
@@ -185,4 +209,4 @@ if __name__ == "__main__":
         probe_hlo(sys.argv[2])
     else:
         {"plans": probe_plans, "order": probe_order, "gap": probe_gap,
-         "split": probe_split, "rsweep": probe_rsweep}[sys.argv[1]]()
+         "split": probe_split, "rsweep": probe_rsweep, "pf": probe_pf}[sys.argv[1]]()
