@@ -28,7 +28,10 @@
 //             wgmma reads only B from shared memory (round 28).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
 //             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
-//             per pixel: the output's filters contiguous (NHWC), whole 32-filter blocks.
+//             per pixel where the output's filters are contiguous (NHWC), or (PLANES: NCHW and
+//             its kin, OW % 4 == 0) one float4 of 4 pixels per filter, swapping rows with lane
+//             t ^ 1 so that each store covers 256 contiguous bytes of 2 filters; whole
+//             32-filter blocks.
 // Non-finite or huge values (|v| > 1e18: inf x 0 and overflow in the split products) anywhere
 // in a CTA's band or filters: that CTA computes its outputs by direct float32 sums from global
 // memory instead (tz_direct), so the answer keeps float32 semantics.
@@ -49,7 +52,8 @@ constexpr long long kMaxShared = 227 * 1024;
 struct TzArgs {
   long long x_sn, x_sh;          // input strides (x_sw == 1)
   long long w_so, w_sh, w_sw;    // filter strides
-  long long y_sn, y_sh, y_sw;    // output strides (y_sc == 1, all % 4 == 0)
+  long long y_sn, y_sh, y_so;    // output strides (all % 4 == 0); y_so: the pixel stride y_sw
+                                 // (filters contiguous), or the filter stride y_sc (PLANES)
   int N, H, W, KW, pt, pl, OH, OW;
   int Hp;       // rows per image in the tall stack (OH + KH - 1)
   int Ws;       // band row stride, floats: OW + KW - 1 rounded up to 4
@@ -90,12 +94,51 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
     for (int q = 0; q < 2; ++q) {
       float v[4][4];  // v[ph][i]: phase ph, filter fb * 32 + 16 q + 4 t + i
       tz_gather(d, h, q, v);
-      float* base = y + n * a.y_sn + oy * a.y_sh + ox0 * a.y_sw + (fb * 32 + 16 * q + 4 * t);
+      float* base = y + n * a.y_sn + oy * a.y_sh + ox0 * a.y_so + (fb * 32 + 16 * q + 4 * t);
 #pragma unroll
       for (int ph = 0; ph < 4; ++ph) {
         if (ox0 + ph >= a.OW) break;
-        __stcs(reinterpret_cast<float4*>(base + ph * a.y_sw),
+        __stcs(reinterpret_cast<float4*>(base + ph * a.y_so),
                make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]));
+      }
+    }
+  }
+}
+
+// The same with the output's pixels contiguous (NCHW and its kin: y_sw == 1, every other
+// stride a multiple of 4, OW % 4 == 0, so a phase-0 pixel starts a whole float4 of its row;
+// tz_planes). A lane's 4 phases of a filter are 4
+// consecutive pixels (a float4), and a warp holds 16 consecutive float4s (rows r) of each of
+// the 32 filters: lane (g, t) rows g and g + 8 of filters 4t.. and 16 + 4t... Lanes t and t ^ 1
+// swap halves (shfl.xor 1) so that each keeps one row, r = 16 wq + g + 8 (t & 1), of both
+// lanes' filters: then every store instruction writes 2 filters x 256 contiguous bytes (16
+// lanes on one filter's 16 rows) where the lanes' own float4s wrote 4 x 128 bytes (1.5x NHWC's
+// time, notes round 35).
+__device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __restrict__ y,
+                                                const TzArgs& a, int s, int fb, int wq, int g,
+                                                int t) {
+  const bool even = (t & 1) == 0;
+  int n, oy, ox0;
+  const bool ok = tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8 * (t & 1)), n, oy, ox0);
+  float* row = y + n * a.y_sn + oy * a.y_sh + ox0;
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    float v0[4][4], v1[4][4];  // rows g and g + 8: v[ph][i], filter fb * 32 + 16 q + 4 t + i
+    tz_gather(d, 0, q, v0);
+    tz_gather(d, 1, q, v1);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float xe[4], xo[4];  // this lane's row of the even lane's filter and of the odd lane's
+#pragma unroll
+      for (int ph = 0; ph < 4; ++ph) {
+        const float recv = __shfl_xor_sync(0xffffffffu, even ? v1[ph][i] : v0[ph][i], 1);
+        xe[ph] = even ? v0[ph][i] : recv;
+        xo[ph] = even ? recv : v1[ph][i];
+      }
+      if (ok) {
+        float* fe = row + (fb * 32 + 16 * q + 4 * (t & ~1) + i) * a.y_so;
+        __stcs(reinterpret_cast<float4*>(fe), make_float4(xe[0], xe[1], xe[2], xe[3]));
+        __stcs(reinterpret_cast<float4*>(fe + 4 * a.y_so), make_float4(xo[0], xo[1], xo[2], xo[3]));
       }
     }
   }
@@ -211,7 +254,7 @@ __device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const 
 // so that the rare path does not crowd the instruction cache of the common one.
 __device__ __noinline__ void tz_direct(const float* __restrict__ x, const float* __restrict__ w,
                                        float* __restrict__ y, const TzArgs a, int KH, int s0,
-                                       int s1, int fb, int tid, int nt) {
+                                       int s1, int fb, int tid, int nt, bool planes) {
   const long long items = (long long)(s1 - s0) * kSeg * 32;
   for (long long i = tid; i < items; i += nt) {
     const int f = fb * 32 + int(i & 31);
@@ -227,7 +270,7 @@ __device__ __noinline__ void tz_direct(const float* __restrict__ x, const float*
         acc = fmaf(x[n * a.x_sn + yy * a.x_sh + xx], w[f * a.w_so + kh * a.w_sh + kw * a.w_sw], acc);
       }
     }
-    y[n * a.y_sn + oy * a.y_sh + ox * a.y_sw + f] = acc;
+    y[n * a.y_sn + oy * a.y_sh + (planes ? ox + f * a.y_so : ox * a.y_so + f)] = acc;
   }
 }
 
@@ -258,7 +301,7 @@ __device__ __forceinline__ void tz_mma_rs(float (&d)[64], const float* band, con
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 
-template <int KH, int NWG, bool RS>
+template <int KH, int NWG, bool RS, bool PLANES>
 __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     single_channel_wgmma_kernel(const TzArgs a, const float* __restrict__ x,
                                 const float* __restrict__ w, float* __restrict__ y) {
@@ -280,7 +323,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   bad |= filters.store(bhi, blo, tid);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
   if (__syncthreads_or(bad)) {
-    tz_direct(x, w, y, a, KH, s0, s1, fb, tid, NT);
+    tz_direct(x, w, y, a, KH, s0, s1, fb, tid, NT, PLANES);
     return;
   }
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -298,7 +341,10 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (a.stagger && k == 0 && wg + 1 < NWG)
       asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
-    tz_store(d, y, a, s, fb, wq, g, t);
+    if constexpr (PLANES)
+      tz_store_planes(d, y, a, s, fb, wq, g, t);
+    else
+      tz_store(d, y, a, s, fb, wq, g, t);
   }
   if (a.stagger && k == 0) {  // no segment here: pass the turn on
     if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
@@ -307,6 +353,13 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
 #else
   __trap();  // sm_90a only: the host launches it on compute capability 9.0 only
 #endif
+}
+
+// The output's pixels contiguous (NCHW and its kin; not NHWC's filters-contiguous case), each
+// row a whole number of 16-byte float4s: tz_store_planes.
+bool tz_planes(const ConvParams& p) {
+  return p.y_sw == 1 && p.y_sc != 1 && p.OW % 4 == 0 && p.y_sc > 0 && p.y_sn >= 0 &&
+         p.y_sh >= 0 && p.y_sc % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0;
 }
 
 long long tz_line(const ConvParams& p) { return (p.OW + p.KW - 1 + 3) / 4 * 4; }
@@ -337,7 +390,8 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
   TzArgs a{};
   a.x_sn = p.x_sn; a.x_sh = p.x_sh;
   a.w_so = p.w_so; a.w_sh = p.w_sh; a.w_sw = p.w_sw;
-  a.y_sn = p.y_sn; a.y_sh = p.y_sh; a.y_sw = p.y_sw;
+  a.y_sn = p.y_sn; a.y_sh = p.y_sh;
+  a.y_so = tz_planes(p) ? p.y_sc : p.y_sw;
   a.N = int(p.N); a.H = int(p.H); a.W = int(p.W); a.KW = int(p.KW);
   a.pt = int(p.pad_top); a.pl = int(p.pad_left); a.OH = int(p.OH); a.OW = int(p.OW);
   a.Hp = int(p.OH + p.KH - 1);
@@ -352,12 +406,17 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
 }
 
 template <int KH>
-cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, int nfb, const DeviceInfo& dev,
+cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, int nfb, const DeviceInfo& dev,
                       size_t smem, const float* x, const float* w, float* y, cudaStream_t stream) {
-  auto kern = rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true>
-                            : single_channel_wgmma_kernel<KH, 3, true>)
-                 : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false>
-                             : single_channel_wgmma_kernel<KH, 3, false>);
+  auto kern = planes
+      ? (rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, true>
+                        : single_channel_wgmma_kernel<KH, 3, true, true>)
+            : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, true>
+                        : single_channel_wgmma_kernel<KH, 3, false, true>))
+      : (rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, false>
+                        : single_channel_wgmma_kernel<KH, 3, true, false>)
+            : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, false>
+                        : single_channel_wgmma_kernel<KH, 3, false, false>));
   cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               int(smem));
@@ -383,11 +442,13 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
   if (p.pad_top <= -(1 << 24) || p.pad_top >= (1 << 24) || p.pad_left <= -(1 << 24) ||
       p.pad_left >= (1 << 24))
     return false;
-  // contiguous input rows; the output's filters contiguous, 16-byte runs (NHWC and its kin)
+  // contiguous input rows; the output's filters contiguous, 16-byte runs (NHWC and its kin), or
+  // its pixels contiguous with whole float4s per row (tz_planes)
   if (p.x_sw != 1 || p.x_sn < 0 || p.x_sh < 0 || p.w_so < 0 || p.w_sh < 0 || p.w_sw < 0)
     return false;
-  if (p.y_sc != 1 || p.y_sn < 0 || p.y_sh < 0 || p.y_sw < 0 || p.y_sn % 4 || p.y_sh % 4 ||
-      p.y_sw % 4)
+  if (!(p.y_sc == 1 && p.y_sn >= 0 && p.y_sh >= 0 && p.y_sw >= 0 && p.y_sn % 4 == 0 &&
+        p.y_sh % 4 == 0 && p.y_sw % 4 == 0) &&
+      !tz_planes(p))
     return false;
   // flat pixel indices of the tall stack in 32 bits, and the CTA's shared memory
   if (tz_segments(p) * kSeg + SPT * kSeg >= (1LL << 31)) return false;
@@ -411,7 +472,7 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   if (err != cudaSuccess) return err;
   if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
   const TzArgs a = make_tz_args(p, x);
-  const bool rs = (p.plan[6] & 2) != 0;
+  const bool rs = (p.plan[6] & 2) != 0, planes = tz_planes(p);
   const size_t smem = size_t(tz_shared_bytes(p, a.SPT, rs));
   // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
   // direct kernel, same answer
@@ -419,11 +480,11 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   const int nwg = int(p.plan[7] / 128);
   const int nfb = int(p.M / 32);
   switch (p.KH) {
-    case 1: return launch_kh<1>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
-    case 2: return launch_kh<2>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
-    case 3: return launch_kh<3>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
-    case 4: return launch_kh<4>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
-    default: return launch_kh<5>(a, nwg, rs, nfb, dev, smem, x, w, y, stream);
+    case 1: return launch_kh<1>(a, nwg, rs, planes, nfb, dev, smem, x, w, y, stream);
+    case 2: return launch_kh<2>(a, nwg, rs, planes, nfb, dev, smem, x, w, y, stream);
+    case 3: return launch_kh<3>(a, nwg, rs, planes, nfb, dev, smem, x, w, y, stream);
+    case 4: return launch_kh<4>(a, nwg, rs, planes, nfb, dev, smem, x, w, y, stream);
+    default: return launch_kh<5>(a, nwg, rs, planes, nfb, dev, smem, x, w, y, stream);
   }
 }
 

@@ -125,11 +125,14 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     stagger + 2 RS, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups starting
     their first segments in turn (stagger = 1, the launches offered) or together; RS = 1: A from
     registers instead (one unsplit band copy; each lane loads and splits its own fragment, and
-    wgmma reads only B from shared memory). Runs NHWC-like outputs (filters contiguous),
-    M % 32 == 0, KH and KW <= 5. Not planned by a rule: `candidate_plans`
-    offers TZ_GRIDS' launches to the autotuner (prototype, H200, graph timing: b32 56^2 K5 NHWC
-    29.6 us against 33.0 for the best FFMA launch, b1 1024^2 K5 NHWC 37.4 against 45.6; the
-    FFMA kernel stays ahead on b32 28^2 K5 and every NCHW layer).
+    wgmma reads only B from shared memory). Runs NHWC-like outputs (filters contiguous) and
+    NCHW-like ones whose rows are whole float4s (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1
+    swap rows so that each store writes 2 filters x 256 contiguous bytes), M % 32 == 0, KH and
+    KW <= 5. Not planned by a rule: `candidate_plans` offers TZ_GRIDS' launches to the
+    autotuner (prototype, H200, graph timing: b32 56^2 K5 NHWC 29.6 us against 33.0 for the
+    best FFMA launch, b1 1024^2 K5 NHWC 37.4 against 45.6; the FFMA kernel stays ahead on b32
+    28^2 K5. NCHW, H200 driver, round 35: 0.91-0.98x the best FFMA launch on b1 224^2 / 512^2 /
+    1024^2 and b32 112^2 K5, 1.06-1.23x slower on b32 28^2 / 56^2 K5).
 """
 from __future__ import annotations
 
@@ -429,6 +432,14 @@ def tz_shared_bytes(spec, SPT: int, rs: int = 0) -> int:
     return 4 * (KH * 2048 + (1 if rs else 2) * rows * line + TZ_SLACK)
 
 
+def tz_planes(spec) -> bool:
+    """Whether the wgmma kernel writes this output as planes (its tz_planes): pixels contiguous
+    (NCHW-like), rows of whole float4s (OW % 4 == 0), every stride a multiple of 4."""
+    yn, yc, yh, yw = spec.out_strides
+    return (yw == 1 and yc != 1 and spec.dims["OW"] % 4 == 0
+            and all(v % 4 == 0 for v in (yn, yc, yh)))
+
+
 def tz_supported(spec, hw) -> str | None:
     """Why the wgmma kernel does not run this layer (None: it does): the host checks of
     single_channel_wgmma_supported, for its smallest launch."""
@@ -446,8 +457,9 @@ def tz_supported(spec, hw) -> str | None:
         return "over 65535 blocks of 32 filters (the grid's y extent)"
     if not (d["KH"] <= TZ_MAX_K and d["KW"] <= TZ_MAX_K and d["KH"] * d["KW"] >= 2):
         return f"a {d['KH']}x{d['KW']} kernel (2 to {TZ_MAX_K}x{TZ_MAX_K} taps)"
-    if not spec.out_filters_in_fours or spec.lhs_strides[3] != 1:
-        return "an output whose filters are not contiguous (NHWC-like) or input rows that are not"
+    if not (spec.out_filters_in_fours or tz_planes(spec)) or spec.lhs_strides[3] != 1:
+        return ("an output whose filters are not contiguous (NHWC-like) nor its rows whole "
+                "float4s of contiguous pixels (NCHW-like, OW % 4 == 0), or input rows that are not")
     if (max(d["N"], d["H"], d["W"], d["OH"], d["OW"]) >= 1 << 24
             or max(abs(p) for pair in spec.padding for p in pair) >= 1 << 24):
         return "sizes past the kernel's index range"

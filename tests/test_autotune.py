@@ -412,7 +412,8 @@ def test_tensor_core_tiles_rank_the_measured_best():
 
 
 @pytest.mark.parametrize("N,H,M,K,lay", [(1, 512, 32, 5, "NHWC"), (32, 56, 256, 5, "NHWC"),
-                                          (32, 28, 512, 3, "NHWC"), (1, 1024, 32, 2, "NHWC")])
+                                          (32, 28, 512, 3, "NHWC"), (1, 1024, 32, 2, "NHWC"),
+                                          (1, 512, 32, 5, "NCHW"), (32, 56, 256, 5, "NCHW")])
 def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
     spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
     tried = _offered_per_preset(spec, ps.is_tz, lambda a: a[1:])
@@ -437,7 +438,8 @@ def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
 
 
 @pytest.mark.parametrize("N,H,W,M,KH,KW,lay,why", [
-    (1, 64, 64, 32, 5, 5, "NCHW", "not contiguous"),
+    (1, 64, 62, 32, 5, 5, "NCHW", "nor its rows whole float4s"),
+    (1, 64, 64, 32, 3, 3, "NCHW", "nor its rows whole float4s"),
     (1, 64, 64, 48, 5, 5, "NHWC", "M not a multiple of 32"),
     (1, 64, 64, 32, 7, 7, "NHWC", "a 7x7 kernel"),
     (1, 64, 64, 32, 1, 1, "NHWC", "a 1x1 kernel"),
@@ -449,6 +451,17 @@ def test_wgmma_kernel_leaves_out_what_it_does_not_run(N, H, W, M, KH, KW, lay, w
     assert why in ps.tz_supported(spec, hw)
     cands = ps.candidate_plans(spec, hw, planner.make_plan(spec, hw))
     assert not any(ps.is_tz(c.kernel_attrs) for c in cands)
+
+
+@pytest.mark.parametrize("H,W,K,lay,planes", [
+    (64, 64, 5, "NCHW", True), (64, 62, 5, "NCHW", False), (64, 64, 3, "NCHW", False),
+    (30, 34, 3, "NCHW", True), (64, 64, 5, "NHWC", False)])
+def test_wgmma_writes_planes_where_output_rows_are_whole_float4s(H, W, K, lay, planes):
+    # NCHW outputs go to the kernel's plane stores only where each row is whole float4s
+    spec = spec_from_logical(1, 1, H, W, 32, K, K, padding="VALID", layout=lay)
+    assert ps.tz_planes(spec) is planes and (spec.dims["OW"] % 4 == 0 or not planes)
+    hw = PRESETS["h200"]
+    assert (ps.tz_supported(spec, hw) is None) is (planes or lay == "NHWC")
 
 
 def test_wgmma_geometry_matches_the_kernel():

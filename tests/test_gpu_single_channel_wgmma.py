@@ -1,8 +1,9 @@
 """GPU tests of the single-channel wgmma kernel (plan division 6, cuda/single_channel_wgmma.cu,
 plan_single_channel S11; sm_90a): float32 accuracy against lax HIGHEST on every launch the
-planner offers (A from shared memory and from registers), same bits on repeated runs, float32
-semantics for non-finite inputs (a CTA that stages an inf or NaN computes its outputs by direct
-float32 sums), vmap, and the autotuner's measured choice with the kernel among its candidates.
+planner offers (A from shared memory and from registers; NHWC-like and NCHW-like outputs), same
+bits on repeated runs, float32 semantics for non-finite inputs (a CTA that stages an inf or NaN
+computes its outputs by direct float32 sums), vmap, and the autotuner's measured choice with the
+kernel among its candidates.
 Marked `gpu`; skipped cleanly without a CUDA device, the CUDA extension, or a device and build
 with sm_90a.
 """
@@ -31,9 +32,12 @@ def _kernels_always(monkeypatch):
     monkeypatch.setenv(autotune.ENV, "0")
 
 
-# the paper's K = 3 / 5 layers the kernel runs (NHWC, M % 32 == 0), small and wide maps
-PAPER = [ConvConfig(n, 1, m, h, h, k, k, (1, 1), "VALID", "NHWC", 9900 + 10 * h + k)
-         for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32)) for k in (3, 5)]
+# the paper's K = 3 / 5 layers the kernel runs (NHWC, M % 32 == 0; NCHW where OW % 4 == 0: the
+# 5x5 ones), small and wide maps
+PAPER = ([ConvConfig(n, 1, m, h, h, k, k, (1, 1), "VALID", "NHWC", 9900 + 10 * h + k)
+          for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32)) for k in (3, 5)]
+         + [ConvConfig(n, 1, m, h, h, 5, 5, (1, 1), "VALID", "NCHW", 9800 + h)
+            for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32))])
 
 
 def _random_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
@@ -66,6 +70,38 @@ def _random_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
 RANDOM = _random_layers(40, 9300, 9400)
 
 
+def _random_plane_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
+    """Layers whose output rows the kernel writes as planes (tz_planes: pixels contiguous, OW % 4
+    == 0): NCHW, NHWC input with NCHW output, HWIO filters with NCHW output; KH, KW in 1..5,
+    every padding kind, M a multiple of 32, batch 1-7, a few wide maps."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        i = len(out)
+        kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        if kh * kw < 2:
+            continue
+        h = int(rng.integers(1, 70))
+        w = int(rng.integers(200, 600)) if i % 6 == 5 else int(rng.integers(1, 70))
+        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
+        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
+               if kind == "explicit" else str(kind))
+        layout = ("NCHW", "NHWC-OIHW-NCHW", "NCHW-HWIO-NCHW")[i % 3]
+        cfg = ConvConfig(int(rng.choice([1, 2, 3, 7])), 1, int(rng.choice([32, 64, 96])), h, w,
+                         kh, kw, (1, 1), pad, layout, id0 + i)
+        try:
+            shape = cfg.out_shape()
+        except Exception:
+            continue
+        ex = cfg.explain()
+        if min(shape) > 0 and np.prod(shape) <= 3_000_000 and ps.tz_planes(ex.spec):
+            out.append(cfg)
+    return out
+
+
+RANDOM_PLANES = _random_plane_layers(20, 9500, 9600)
+
+
 def _tz_plans(cfg):
     """The layer's wgmma plans: the launches candidate_plans offers (staggered start; A from
     shared memory and from registers), as plans of the layer, and the first of each kind with
@@ -83,7 +119,7 @@ def _tz_plans(cfg):
     return ex, plans + together
 
 
-@pytest.mark.parametrize("cfg", PAPER + RANDOM, ids=lambda c: c.id)
+@pytest.mark.parametrize("cfg", PAPER + RANDOM + RANDOM_PLANES, ids=lambda c: c.id)
 def test_wgmma_launches_vs_lax(cfg):
     ex, plans = _tz_plans(cfg)
     # 3xTF32 sums differ from the FFMA kernel's in the last bits on a layer with several taps
@@ -93,7 +129,8 @@ def test_wgmma_launches_vs_lax(cfg):
 
 NON_FINITE = [ConvConfig(2, 1, 32, 40, 44, 5, 5, (1, 1), "SAME", "NHWC", 9951),
               ConvConfig(3, 1, 64, 37, 36, 3, 3, (1, 1), "VALID", "NHWC", 9952),
-              ConvConfig(1, 1, 32, 30, 300, 2, 4, (1, 1), ((3, 2), (1, 4)), "NCHW-OIHW-NHWC", 9953)]
+              ConvConfig(1, 1, 32, 30, 300, 2, 4, (1, 1), ((3, 2), (1, 4)), "NCHW-OIHW-NHWC", 9953),
+              ConvConfig(2, 1, 64, 40, 44, 5, 5, (1, 1), "VALID", "NCHW", 9954)]
 
 
 @pytest.mark.parametrize("cfg", NON_FINITE, ids=lambda c: c.id)
@@ -103,8 +140,8 @@ def test_wgmma_keeps_float32_semantics_for_non_finite_inputs(cfg):
 
 
 def test_wgmma_leaves_layers_it_does_not_run_to_the_other_kernels():
-    # NCHW output, M not a multiple of 32, a 7x7 kernel: no wgmma plan offered
-    for cfg in (ConvConfig(1, 1, 32, 64, 64, 5, 5, (1, 1), "VALID", "NCHW", 9960),
+    # NCHW output with OW % 4 != 0, M not a multiple of 32, a 7x7 kernel: no wgmma plan offered
+    for cfg in (ConvConfig(1, 1, 32, 64, 62, 5, 5, (1, 1), "VALID", "NCHW", 9960),
                 ConvConfig(1, 1, 48, 64, 64, 5, 5, (1, 1), "VALID", "NHWC", 9961),
                 ConvConfig(1, 1, 32, 64, 64, 7, 7, (1, 1), "VALID", "NHWC", 9962)):
         ex = cfg.explain()

@@ -17,7 +17,8 @@
 //                       (add cuda/single_channel_strided.cu to the build); --check includes
 //                       100 random strided layers, 60 random few-channel ones, and --small two;
 //                       with the wgmma kernel built in, --check adds 100 of its launches (the
-//                       paper's NHWC K3 / K5 layers and 80 random layers)
+//                       paper's NHWC K3 / K5 layers and 80 random layers; NCHW outputs: the
+//                       paper's K5 layers of OW % 4 == 0 and 40 random layers)
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
 //   SC_YPAD=1: NCHW outputs with each filter's plane starting on a 32-byte boundary (timing)
 //   SC_HOT_W=1: every timed launch reads the same filter buffer (the plan timer's way), not its
@@ -26,7 +27,7 @@
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
 //   SC_WINO=1|2 (with --plans F): also time row-Winograd plans (plan[6] & 2) of 5x5 cases; 2: only those
 //   SC_TZ=1|2 (with --plans F, a build with the wgmma kernel): also time its launches on the
-//                       NHWC cases it runs; 2: only those
+//                       cases it runs (NHWC, and NCHW of OW % 4 == 0); 2: only those
 //   SC_CLOCK=1: while each timed graph replays, a one-thread kernel on another stream samples
 //                       the SM clock (%clock64 over %globaltimer, every ~2 us, at most 2^16
 //                       samples); a "[clock]" line before the case's line gives its median (the
@@ -545,8 +546,9 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
       }
     if (atoi(std::getenv("SC_MMA")) >= 3) return v;  // tensor-core plans only
   }
-  if (std::getenv("SC_TZ") && c.ylay == 1 && c.M % 32 == 0 && c.KH <= 5 && c.KW <= 5 &&
-      c.KH * c.KW >= 2) {  // the wgmma kernel (division 6): plan_single_channel.tz_launches'
+  const long long OWc = c.W + c.pl + c.pr - c.KW + 1;
+  if (std::getenv("SC_TZ") && (c.ylay == 1 || (c.ylay == 0 && OWc % 4 == 0)) && c.M % 32 == 0 &&
+      c.KH <= 5 && c.KW <= 5 && c.KH * c.KW >= 2) {  // the wgmma kernel (division 6): plan_single_channel.tz_launches'
     // TZ_GRIDS (1, 2 or 4 CTAs per SM; 2 or 3 warpgroups; A from registers or not), staggered
     const long long OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
     const long long line = (OW + c.KW - 1 + 3) / 4 * 4;
@@ -781,7 +783,12 @@ int main(int argc, char** argv) {
     Case tc = ta, td = tb;  // the same with A from registers (plan[6] & 2)
     tc.plan[6] = 3; tc.name += " rs";
     td.plan[6] = 2; td.name += " rs";
-    for (auto* c : {&ta, &tb, &tc, &td}) bad += !check_case(*c, rng, true).ok;
+    // NCHW outputs (tz_planes): the padded 5x5 band with A from registers (OW = 20), and the
+    // flat copy of an unpadded 5x5 map (OW = 16), 3 warpgroups
+    Case te = tc;
+    te.ylay = 0; te.pr = 4; te.name = "small wgmma nchw 5x5 rs";
+    Case tf = paper_case(3, 20, 64, 5, 0, p10); tf.name = "small wgmma nchw 5x5 flat";
+    for (auto* c : {&ta, &tb, &tc, &td, &te, &tf}) bad += !check_case(*c, rng, true).ok;
 #endif
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
@@ -917,6 +924,29 @@ int main(int argc, char** argv) {
       if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl + U(0, 2);
       c.M = 32 * U(1, 3);
       c.ylay = int((const int[]){1, 3, 4}[U(0, 2)]);
+      const long long nwg = U(2, 3);
+      const long long pl[8] = {1, 6, 1, 1, 32, nwg * U(1, 4) + U(0, 1), U(0, 3), 128 * nwg};
+      for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
+      cases.push_back(c);
+    }
+    // NCHW outputs (tz_planes: OW % 4 == 0): the paper's K5 layers and 40 random layers, from
+    // their own generator so that the cases above and below stay as they were
+    add_paper_set("wgmma", {0}, {5}, [](long long N, auto& mp, long long, long long* pl) {
+      const long long p[8] = {1, 6, 1, 1, 32, 8, 3, 256};
+      std::copy(p, p + 8, pl);
+      return !(N == 32 && mp[0] >= 512) && mp[0] % 4 == 0;
+    });
+    std::mt19937_64 rp(4242);
+    for (int i = 0; i < 40; ++i) {
+      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rp); };
+      Case c = random_case(rp, i);
+      c.name = "wgmma nchw rand" + std::to_string(i);
+      c.KH = U(1, 5); c.KW = U(c.KH == 1 ? 2 : 1, 5);
+      if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt + U(0, 2);
+      if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl + U(0, 2);
+      c.pr += (4 - (c.W + c.pl + c.pr - c.KW + 1) % 4) % 4;  // OW % 4 == 0
+      c.M = 32 * U(1, 3);
+      c.ylay = 0;
       const long long nwg = U(2, 3);
       const long long pl[8] = {1, 6, 1, 1, 32, nwg * U(1, 4) + U(0, 1), U(0, 3), 128 * nwg};
       for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
