@@ -105,9 +105,8 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
   }
 }
 
-// The same with the output's pixels contiguous (NCHW and its kin: y_sw == 1, every other
-// stride a multiple of 4, OW % 4 == 0, so a phase-0 pixel starts a whole float4 of its row;
-// tz_planes). A lane's 4 phases of a filter are 4
+// The same with the output's pixels contiguous (tz_planes: NCHW and its kin, OW % 4 == 0, so a
+// phase-0 pixel starts a whole float4 of its row). A lane's 4 phases of a filter are 4
 // consecutive pixels (a float4), and a warp holds 16 consecutive float4s (rows r) of each of
 // the 32 filters: lane (g, t) rows g and g + 8 of filters 4t.. and 16 + 4t... Lanes t and t ^ 1
 // swap halves (shfl.xor 1) so that each keeps one row, r = 16 wq + g + 8 (t & 1), of both
@@ -406,8 +405,9 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
 }
 
 template <int KH>
-cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, int nfb, const DeviceInfo& dev,
-                      size_t smem, const float* x, const float* w, float* y, cudaStream_t stream) {
+cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, int nfb,
+                      const DeviceInfo& dev, size_t smem, const float* x, const float* w, float* y,
+                      cudaStream_t stream) {
   auto kern = planes
       ? (rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, true>
                         : single_channel_wgmma_kernel<KH, 3, true, true>)

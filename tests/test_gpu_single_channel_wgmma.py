@@ -40,10 +40,12 @@ PAPER = ([ConvConfig(n, 1, m, h, h, k, k, (1, 1), "VALID", "NHWC", 9900 + 10 * h
             for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32))])
 
 
-def _random_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
+def _random_layers(count: int, seed: int, id0: int, layouts: tuple[str, str, str],
+                   planes: bool = False) -> list[ConvConfig]:
     """Layers the kernel runs: KH, KW in 1..5 (2+ taps), odd and non-square maps (a few wide),
-    M a multiple of 32, batch 1-7, every padding kind (negative pairs too), outputs with the
-    filters contiguous (NHWC and NCHW-OIHW-NHWC: the strided filter reads)."""
+    M a multiple of 32, batch 1-7, every padding kind (negative pairs too); layer i in
+    layouts[i % 3]. planes: only those whose output it writes as planes (tz_planes: pixels
+    contiguous, OW % 4 == 0)."""
     rng = np.random.default_rng(seed)
     out = []
     while len(out) < count:
@@ -57,49 +59,22 @@ def _random_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
         pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
                if kind == "explicit" else str(kind))
         cfg = ConvConfig(int(rng.choice([1, 2, 3, 7])), 1, int(rng.choice([32, 64, 96])), h, w,
-                         kh, kw, (1, 1), pad, "NHWC" if i % 3 else "NCHW-OIHW-NHWC", id0 + i)
+                         kh, kw, (1, 1), pad, layouts[i % 3], id0 + i)
         try:
             shape = cfg.out_shape()
         except Exception:
             continue
-        if min(shape) > 0 and np.prod(shape) <= 3_000_000:
+        if (min(shape) > 0 and np.prod(shape) <= 3_000_000
+                and (not planes or ps.tz_planes(cfg.explain().spec))):
             out.append(cfg)
     return out
 
 
-RANDOM = _random_layers(40, 9300, 9400)
-
-
-def _random_plane_layers(count: int, seed: int, id0: int) -> list[ConvConfig]:
-    """Layers whose output rows the kernel writes as planes (tz_planes: pixels contiguous, OW % 4
-    == 0): NCHW, NHWC input with NCHW output, HWIO filters with NCHW output; KH, KW in 1..5,
-    every padding kind, M a multiple of 32, batch 1-7, a few wide maps."""
-    rng = np.random.default_rng(seed)
-    out = []
-    while len(out) < count:
-        i = len(out)
-        kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
-        if kh * kw < 2:
-            continue
-        h = int(rng.integers(1, 70))
-        w = int(rng.integers(200, 600)) if i % 6 == 5 else int(rng.integers(1, 70))
-        kind = rng.choice(["SAME", "SAME_LOWER", "VALID", "explicit"])
-        pad = (tuple((int(rng.integers(-2, 5)), int(rng.integers(-2, 5))) for _ in range(2))
-               if kind == "explicit" else str(kind))
-        layout = ("NCHW", "NHWC-OIHW-NCHW", "NCHW-HWIO-NCHW")[i % 3]
-        cfg = ConvConfig(int(rng.choice([1, 2, 3, 7])), 1, int(rng.choice([32, 64, 96])), h, w,
-                         kh, kw, (1, 1), pad, layout, id0 + i)
-        try:
-            shape = cfg.out_shape()
-        except Exception:
-            continue
-        ex = cfg.explain()
-        if min(shape) > 0 and np.prod(shape) <= 3_000_000 and ps.tz_planes(ex.spec):
-            out.append(cfg)
-    return out
-
-
-RANDOM_PLANES = _random_plane_layers(20, 9500, 9600)
+# outputs with the filters contiguous (NHWC and NCHW-OIHW-NHWC: the strided filter reads), and
+# outputs written as planes (NCHW, NHWC input with NCHW output, HWIO filters with NCHW output)
+RANDOM = _random_layers(40, 9300, 9400, ("NCHW-OIHW-NHWC", "NHWC", "NHWC"))
+RANDOM_PLANES = _random_layers(20, 9500, 9600, ("NCHW", "NHWC-OIHW-NCHW", "NCHW-HWIO-NCHW"),
+                               planes=True)
 
 
 def _tz_plans(cfg):

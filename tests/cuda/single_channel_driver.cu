@@ -312,6 +312,29 @@ static Case random_case(std::mt19937_64& rng, int i) {
   return c;
 }
 
+// A random layer on the wgmma kernel (division 6: KH, KW <= 5, M % 32 == 0) and any launch it
+// takes: outputs whose filters are contiguous (NHWC and its kin), or (planes) NCHW outputs with
+// OW % 4 == 0 (tz_planes).
+static Case random_wgmma_case(std::mt19937_64& rng, int i, bool planes) {
+  auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
+  Case c = random_case(rng, i);
+  c.name = (planes ? "wgmma nchw rand" : "wgmma rand") + std::to_string(i);
+  c.KH = U(1, 5); c.KW = U(c.KH == 1 ? 2 : 1, 5);
+  if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt + U(0, 2);
+  if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl + U(0, 2);
+  c.M = 32 * U(1, 3);
+  if (planes) {
+    c.pr += (4 - (c.W + c.pl + c.pr - c.KW + 1) % 4) % 4;  // OW % 4 == 0
+    c.ylay = 0;
+  } else {
+    c.ylay = int((const int[]){1, 3, 4}[U(0, 2)]);
+  }
+  const long long nwg = U(2, 3);
+  const long long pl[8] = {1, 6, 1, 1, 32, nwg * U(1, 4) + U(0, 1), U(0, 3), 128 * nwg};
+  for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
+  return c;
+}
+
 // ---------------- timing ----------------
 static double copy_bw_GBps() {
   const size_t bytes = size_t(1) << 30;
@@ -915,20 +938,7 @@ int main(int argc, char** argv) {
       std::copy(p, p + 8, pl);
       return !(N == 32 && mp[0] >= 512);
     });
-    for (int i = 0; i < 80; ++i) {
-      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rng); };
-      Case c = random_case(rng, i);
-      c.name = "wgmma rand" + std::to_string(i);
-      c.KH = U(1, 5); c.KW = U(c.KH == 1 ? 2 : 1, 5);
-      if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt + U(0, 2);
-      if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl + U(0, 2);
-      c.M = 32 * U(1, 3);
-      c.ylay = int((const int[]){1, 3, 4}[U(0, 2)]);
-      const long long nwg = U(2, 3);
-      const long long pl[8] = {1, 6, 1, 1, 32, nwg * U(1, 4) + U(0, 1), U(0, 3), 128 * nwg};
-      for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
-      cases.push_back(c);
-    }
+    for (int i = 0; i < 80; ++i) cases.push_back(random_wgmma_case(rng, i, false));
     // NCHW outputs (tz_planes: OW % 4 == 0): the paper's K5 layers and 40 random layers, from
     // their own generator so that the cases above and below stay as they were
     add_paper_set("wgmma", {0}, {5}, [](long long N, auto& mp, long long, long long* pl) {
@@ -937,21 +947,7 @@ int main(int argc, char** argv) {
       return !(N == 32 && mp[0] >= 512) && mp[0] % 4 == 0;
     });
     std::mt19937_64 rp(4242);
-    for (int i = 0; i < 40; ++i) {
-      auto U = [&](long long a, long long b) { return std::uniform_int_distribution<long long>(a, b)(rp); };
-      Case c = random_case(rp, i);
-      c.name = "wgmma nchw rand" + std::to_string(i);
-      c.KH = U(1, 5); c.KW = U(c.KH == 1 ? 2 : 1, 5);
-      if (c.H + c.pt + c.pb < c.KH) c.pb = c.KH - c.H - c.pt + U(0, 2);
-      if (c.W + c.pl + c.pr < c.KW) c.pr = c.KW - c.W - c.pl + U(0, 2);
-      c.pr += (4 - (c.W + c.pl + c.pr - c.KW + 1) % 4) % 4;  // OW % 4 == 0
-      c.M = 32 * U(1, 3);
-      c.ylay = 0;
-      const long long nwg = U(2, 3);
-      const long long pl[8] = {1, 6, 1, 1, 32, nwg * U(1, 4) + U(0, 1), U(0, 3), 128 * nwg};
-      for (int k = 0; k < 8; ++k) c.plan[k] = pl[k];
-      cases.push_back(c);
-    }
+    for (int i = 0; i < 40; ++i) cases.push_back(random_wgmma_case(rp, i, true));
 #endif
     // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
     Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
