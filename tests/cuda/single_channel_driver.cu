@@ -569,11 +569,13 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
       }
     if (atoi(std::getenv("SC_MMA")) >= 3) return v;  // tensor-core plans only
   }
-  const long long OWc = c.W + c.pl + c.pr - c.KW + 1;
-  if (std::getenv("SC_TZ") && (c.ylay == 1 || (c.ylay == 0 && OWc % 4 == 0)) && c.M % 32 == 0 &&
-      c.KH <= 5 && c.KW <= 5 && c.KH * c.KW >= 2) {  // the wgmma kernel (division 6): plan_single_channel.tz_launches'
-    // TZ_GRIDS (1, 2 or 4 CTAs per SM; 2 or 3 warpgroups; A from registers or not), staggered
-    const long long OH = c.H + c.pt + c.pb - c.KH + 1, OW = c.W + c.pl + c.pr - c.KW + 1;
+  const long long OW = c.W + c.pl + c.pr - c.KW + 1;
+  if (std::getenv("SC_TZ") && (c.ylay == 1 || (c.ylay == 0 && OW % 4 == 0)) && c.M % 32 == 0 &&
+      c.KH <= 5 && c.KW <= 5 && c.KH * c.KW >= 2) {
+    // the wgmma kernel (division 6; NHWC outputs, and NCHW ones of OW % 4 == 0):
+    // plan_single_channel.tz_launches' TZ_GRIDS (1, 2 or 4 CTAs per SM; 2 or 3 warpgroups; A
+    // from registers or not), staggered
+    const long long OH = c.H + c.pt + c.pb - c.KH + 1;
     const long long line = (OW + c.KW - 1 + 3) / 4 * 4;
     const long long segs = ((c.N * (OH + c.KH - 1) - c.KH + 1) * line + 255) / 256;
     const long long tiles = segs * (c.M / 32);
