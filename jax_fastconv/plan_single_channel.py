@@ -453,8 +453,6 @@ def tz_supported(spec, hw) -> str | None:
         return "not a stride-1 single-channel layer"
     if d["M"] % 32:
         return "M not a multiple of 32 (whole 32-filter blocks)"
-    if d["M"] // 32 > 65535:
-        return "over 65535 blocks of 32 filters (the grid's y extent)"
     if not (d["KH"] <= TZ_MAX_K and d["KW"] <= TZ_MAX_K and d["KH"] * d["KW"] >= 2):
         return f"a {d['KH']}x{d['KW']} kernel (2 to {TZ_MAX_K}x{TZ_MAX_K} taps)"
     if not (spec.out_filters_in_fours or tz_planes(spec)) or spec.lhs_strides[3] != 1:
@@ -465,6 +463,8 @@ def tz_supported(spec, hw) -> str | None:
         return "sizes past the kernel's index range"
     if (tz_segments(spec) + 2) * TZ_SEGMENT >= 1 << 31:
         return "flat pixel indices past 32 bits"
+    if _cdiv(tz_segments(spec), 2) * (d["M"] // 32) >= 1 << 31:
+        return "over 2^31 - 1 CTAs (one grid dimension)"
     if tz_shared_bytes(spec, 2) > TZ_SHARED:
         return "the band of 2 segments exceeds its shared memory"
     return None

@@ -27,7 +27,8 @@
 //                       (1), on a grid of tiles (2); 3: the grid, and no FFMA variants
 //   SC_WINO=1|2 (with --plans F): also time row-Winograd plans (plan[6] & 2) of 5x5 cases; 2: only those
 //   SC_TZ=1|2 (with --plans F, a build with the wgmma kernel): also time its launches on the
-//                       cases it runs (NHWC, and NCHW of OW % 4 == 0); 2: only those
+//                       cases it runs (NHWC, and NCHW of OW % 4 == 0); 2: only those;
+//                       SC_TZ_SPT=a,b,..: its launches of these segments per CTA instead
 //   SC_CLOCK=1: while each timed graph replays, a one-thread kernel on another stream samples
 //                       the SM clock (%clock64 over %globaltimer, every ~2 us, at most 2^16
 //                       samples); a "[clock]" line before the case's line gives its median (the
@@ -581,10 +582,21 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
     const long long tiles = segs * (c.M / 32);
     const long long grids[][3] = {{1, 2, 0}, {1, 2, 1}, {1, 3, 0}, {2, 2, 0},
                                   {2, 2, 1}, {2, 3, 0}, {4, 2, 0}};
-    for (auto& g : grids) {  // (CTAs per SM, warpgroups, A from registers: plan[6] & 2)
-      const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
-                                     std::max(g[1], segs));
-      v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2], 128 * g[1]});
+    if (const char* list = std::getenv("SC_TZ_SPT")) {  // a sweep: these SPT, 3 launches each
+      for (const char* q = list; *q;) {
+        const long long spt = std::max(2LL, std::min(atoll(q), segs));
+        v.push_back({1, 6, 1, 1, 32, spt, 1, 256});
+        v.push_back({1, 6, 1, 1, 32, spt, 3, 256});
+        if (spt >= 3) v.push_back({1, 6, 1, 1, 32, spt, 1, 384});
+        while (*q && *q != ',') ++q;
+        if (*q == ',') ++q;
+      }
+    } else {
+      for (auto& g : grids) {  // (CTAs per SM, warpgroups, A from registers: plan[6] & 2)
+        const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
+                                       std::max(g[1], segs));
+        v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2], 128 * g[1]});
+      }
     }
     if (atoi(std::getenv("SC_TZ")) >= 2) return v;  // wgmma plans only
   }
