@@ -17,13 +17,4 @@ for pass in 1 2; do
     SC_TZ=2 SC_CASES=$CASES /tmp/drv$v --time --plans $PLANS 2>&1 | grep -E "variant \[6"
   done
 done > $OUT/staged.log 2>&1
-python3 - $OUT/staged.log <<'P'
-import re,sys,collections
-best=collections.defaultdict(lambda:1e9);cur=None
-for l in open(sys.argv[1]):
-    m=re.match(r'== pass \d build (\S+)',l)
-    if m: cur=m.group(1); continue
-    m=re.match(r'\s+paper_(\S+)\s+variant (\S+)\s+([\d.]+) us',l)
-    if m: best[(m.group(1),cur)]=min(best[(m.group(1),cur)],float(m.group(3)))
-for c in sorted({k[0] for k in best}): print(f"{c:24s} committed {best[(c,'0')]:7.2f}  staged {best[(c,'T')]:7.2f}  {best[(c,'T')]/best[(c,'0')]:.3f}")
-P
+python3 benchmarks/notes/best_by_build.py $OUT/staged.log
