@@ -458,8 +458,9 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
     return false;
   // flat pixel indices of the tall stack in 32 bits, the CTAs in one grid dimension, and the
   // CTA's shared memory
-  if (tz_segments(p) * kSeg + SPT * kSeg >= (1LL << 31)) return false;
-  if ((tz_segments(p) + SPT - 1) / SPT * (p.M / 32) >= (1LL << 31)) return false;
+  const long long S = tz_segments(p);
+  if (S * kSeg + SPT * kSeg >= (1LL << 31)) return false;
+  if ((S + SPT - 1) / SPT * (p.M / 32) >= (1LL << 31)) return false;
   return tz_shared_bytes(p, SPT, a[6] & 2) <= kMaxShared;
 }
 

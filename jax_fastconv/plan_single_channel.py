@@ -463,9 +463,10 @@ def tz_supported(spec, hw) -> str | None:
     if (max(d["N"], d["H"], d["W"], d["OH"], d["OW"]) >= 1 << 24
             or max(abs(p) for pair in spec.padding for p in pair) >= 1 << 24):
         return "sizes past the kernel's index range"
-    if (tz_segments(spec) + 2) * TZ_SEGMENT >= 1 << 31:
+    segments = tz_segments(spec)
+    if (segments + 2) * TZ_SEGMENT >= 1 << 31:
         return "flat pixel indices past 32 bits"
-    if _cdiv(tz_segments(spec), 2) * (d["M"] // 32) >= 1 << 31:
+    if _cdiv(segments, 2) * (d["M"] // 32) >= 1 << 31:
         return "over 2^31 - 1 CTAs (one grid dimension)"
     if tz_shared_bytes(spec, 2) > TZ_SHARED:
         return "the band of 2 segments exceeds its shared memory"
