@@ -148,23 +148,27 @@ __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __r
 // B_kh[k][n] for n = ph * 32 + c (filter b_filter(c), phase ph), 4 k per 16-byte chunk: chunk
 // j = (kh, k / 4, n) holds w[f][kh][k - ph] for its 4 k (zero where k - ph is not a tap). The
 // thread's chunks j = tid, tid + NT, ... (CH of them), their taps loaded straight from global
-// memory (L2-resident, shared by every CTA of the block) before the band's loads, so both are
-// in flight together and no raw copy or barrier sits between them (round 27).
+// memory (L2-resident, shared by every CTA of the block) right after the band's loads are
+// issued, so both are in flight together and no raw copy or barrier sits between them (round 27).
 template <int KH, int NT>
 struct TzFilters {
   static constexpr int CH = (KH * 256 + NT - 1) / NT;
   float v[CH][4];
 
+  // A thread's column n = tid % 128 (phase, filter) is the same in all its chunks (NT % 128 ==
+  // 0), and every filter offset fits 32 bits (single_channel_wgmma_supported), so each load
+  // costs a few instructions, not the ~18 of 64-bit offsets per load (round 37).
   __device__ __forceinline__ void load(const float* __restrict__ w, const TzArgs& a, int fb,
                                        int tid) {
+    const int n = tid & 127, ph = n >> 5;
+    const int of = (fb * 32 + b_filter(n & 31)) * int(a.w_so), sh = int(a.w_sh), sw = int(a.w_sw);
 #pragma unroll
     for (int u = 0; u < CH; ++u) {
-      const int j = tid + u * NT, kh = j >> 8, kq = (j >> 7) & 1, n = j & 127, ph = n >> 5;
-      const float* wf = w + (fb * 32 + b_filter(n & 31)) * a.w_so + kh * a.w_sh;
+      const int j = tid + u * NT, kh = j >> 8, kq = (j >> 7) & 1;
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         const int tap = 4 * kq + kk - ph;
-        v[u][kk] = (j < KH * 256 && tap >= 0 && tap < a.KW) ? __ldg(wf + tap * a.w_sw) : 0.f;
+        v[u][kk] = (j < KH * 256 && tap >= 0 && tap < a.KW) ? __ldg(w + (of + kh * sh + tap * sw)) : 0.f;
       }
     }
   }
@@ -183,72 +187,96 @@ struct TzFilters {
   }
 };
 
-// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo; RAW: unsplit, in ahi only).
-// Returns nonzero where a band value is non-finite or huge. All of a thread's loads are in
-// flight before any is used.
+// The CTA's band (tall rows Rb .. Rb + nb - 1, split hi / lo; RAW: unsplit, in ahi only), in
+// two steps like TzFilters: load() issues the first round of a flat band's loads, store() waits
+// for them, stages them and the rest. The CTA splits B between the two, while the band is on its
+// way from DRAM (round 37: the setup before the first MMA is ~2 us of an 11.6 us layer, half of
+// it waiting for the loads). store() returns nonzero where a value is non-finite or huge.
 template <int NT, bool RAW>
-__device__ __forceinline__ int tz_stage_band(const float* __restrict__ x, const TzArgs& a,
-                                             float* ahi, float* alo, int Rb, int nb, int tid) {
-  int bad = 0;
-  if (a.flat_in) {
-    // unpadded dense rows of W == Ws: the tall stack is x itself, the band one flat range
-    const long long g0 = (long long)Rb * (a.Ws >> 2), gend = (long long)a.N * a.H * (a.Ws >> 2);
-    const int total = nb * (a.Ws >> 2);
-    constexpr int U = 8;
-    for (int i0 = tid; i0 < total; i0 += NT * U) {
-      float4 v[U];
+struct TzBand {
+  static constexpr int U = 8;  // float4 loads in flight per thread and round (flat band)
+  float4 v[U];
+
+  __device__ __forceinline__ void load_round(const float* __restrict__ x, long long g0,
+                                             long long gend, int total, int i0) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = i0 + u * NT;
-        v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
-      }
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + u * NT;
+      v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
+    }
+  }
+
+  __device__ __forceinline__ int store_round(float* ahi, float* alo, int total, int i0) const {
+    int bad = 0;
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = i0 + u * NT;
-        if (i >= total) break;
-        const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-        if constexpr (RAW) {
+    for (int u = 0; u < U; ++u) {
+      const int i = i0 + u * NT;
+      if (i >= total) break;
+      const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      if constexpr (RAW) {
 #pragma unroll
-          for (int k = 0; k < 4; ++k) bad |= tz_bad(e[k]);
-          reinterpret_cast<float4*>(ahi)[i] = v[u];
-        } else {
-          bad |= tz_split4(e, ahi, alo, 4 * i);
-        }
+        for (int k = 0; k < 4; ++k) bad |= tz_bad(e[k]);
+        reinterpret_cast<float4*>(ahi)[i] = v[u];
+      } else {
+        bad |= tz_split4(e, ahi, alo, 4 * i);
       }
     }
-  } else {
+    return bad;
+  }
+
+  // Flat: unpadded dense rows of W == Ws, so the tall stack is x itself and the band one range.
+  __device__ __forceinline__ void load(const float* __restrict__ x, const TzArgs& a, int Rb,
+                                       int nb, int tid) {
+    if (a.flat_in)
+      load_round(x, (long long)Rb * (a.Ws >> 2), (long long)a.N * a.H * (a.Ws >> 2),
+                 nb * (a.Ws >> 2), tid);
+  }
+
+  __device__ __forceinline__ int store(const float* __restrict__ x, const TzArgs& a, float* ahi,
+                                       float* alo, int Rb, int nb, int tid) {
+    int bad = 0;
+    if (a.flat_in) {
+      const long long g0 = (long long)Rb * (a.Ws >> 2), gend = (long long)a.N * a.H * (a.Ws >> 2);
+      const int total = nb * (a.Ws >> 2);
+      bad |= store_round(ahi, alo, total, tid);
+      for (int i0 = tid + NT * U; i0 < total; i0 += NT * U) {
+        load_round(x, g0, gend, total, i0);
+        bad |= store_round(ahi, alo, total, i0);
+      }
+      return bad;
+    }
     const int Wp = a.OW + a.KW - 1;
     for (int rr = tid >> 5; rr < nb; rr += NT / 32) {  // a warp per band row, 4 loads in flight
       const int R = Rb + rr, n = R / a.Hp, yy = R - n * a.Hp - a.pt;
       const bool rowok = n < a.N && yy >= 0 && yy < a.H;
       const float* src = x + (rowok ? n * a.x_sn + yy * a.x_sh : 0);
       for (int c0 = tid & 31; c0 < a.Ws; c0 += 128) {
-        float v[4];
+        float e[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
           const int c = c0 + 32 * u, xx = c - a.pl;
-          v[u] = (rowok && c < Wp && xx >= 0 && xx < a.W) ? __ldg(src + xx) : 0.f;
+          e[u] = (rowok && c < Wp && xx >= 0 && xx < a.W) ? __ldg(src + xx) : 0.f;
         }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
           const int c = c0 + 32 * u;
           if (c >= a.Ws) break;
-          bad |= tz_bad(v[u]);
+          bad |= tz_bad(e[u]);
           if constexpr (RAW) {
-            ahi[rr * a.Ws + c] = v[u];
+            ahi[rr * a.Ws + c] = e[u];
           } else {
             uint32_t h, l;
-            split_tf32(v[u], h, l);
+            split_tf32(e[u], h, l);
             ahi[rr * a.Ws + c] = __uint_as_float(h);
             alo[rr * a.Ws + c] = __uint_as_float(l);
           }
         }
       }
     }
+    return bad;
   }
-  return bad;
-}
+};
 
 // The CTA's outputs (segments [s0, s1) of filter block fb) by direct float32 sums from global
 // memory: the path of a CTA whose band or filters hold a non-finite or huge value. Out of line,
@@ -322,9 +350,11 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   const int nb = min(a.NB, (s1 * kSeg + 8) / a.Ws - Rb + KH);
   const int tid = threadIdx.x;
   TzFilters<KH, NT> filters;
+  TzBand<NT, RS> band;
+  band.load(x, a, Rb, nb, tid);  // first: from DRAM, and its addresses cost little
   filters.load(w, a, fb, tid);
-  int bad = tz_stage_band<NT, RS>(x, a, ahi, alo, Rb, nb, tid);
-  bad |= filters.store(bhi, blo, tid);
+  int bad = filters.store(bhi, blo, tid);  // B split while the band's loads are in flight
+  bad |= band.store(x, a, ahi, alo, Rb, nb, tid);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
   if (__syncthreads_or(bad)) {
     tz_direct(x, w, y, a, KH, s0, s1, fb, tid, NT, PLANES);
@@ -456,8 +486,9 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
         p.y_sh % 4 == 0 && p.y_sw % 4 == 0) &&
       !tz_planes(p))
     return false;
-  // flat pixel indices of the tall stack in 32 bits, the CTAs in one grid dimension, and the
-  // CTA's shared memory
+  // filter offsets in 32 bits (TzFilters::load), flat pixel indices of the tall stack in 32
+  // bits, the CTAs in one grid dimension, and the CTA's shared memory
+  if ((p.M - 1) * p.w_so + (p.KH - 1) * p.w_sh + (p.KW - 1) * p.w_sw >= (1LL << 31)) return false;
   const long long S = tz_segments(p);
   if (S * kSeg + SPT * kSeg >= (1LL << 31)) return false;
   if ((S + SPT - 1) / SPT * (p.M / 32) >= (1LL << 31)) return false;

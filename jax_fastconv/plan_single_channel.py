@@ -463,6 +463,9 @@ def tz_supported(spec, hw) -> str | None:
     if (max(d["N"], d["H"], d["W"], d["OH"], d["OW"]) >= 1 << 24
             or max(abs(p) for pair in spec.padding for p in pair) >= 1 << 24):
         return "sizes past the kernel's index range"
+    w_so, _, w_sh, w_sw = spec.rhs_strides
+    if (d["M"] - 1) * w_so + (d["KH"] - 1) * w_sh + (d["KW"] - 1) * w_sw >= 1 << 31:
+        return "filter offsets past 32 bits"
     segments = tz_segments(spec)
     if (segments + 2) * TZ_SEGMENT >= 1 << 31:
         return "flat pixel indices past 32 bits"

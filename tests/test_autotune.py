@@ -445,7 +445,8 @@ def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
     (1, 64, 64, 32, 7, 7, "NHWC", "a 7x7 kernel"),
     (1, 64, 64, 32, 1, 1, "NHWC", "a 1x1 kernel"),
     (1, 4, 9000, 32, 5, 5, "NHWC", "exceeds its shared memory"),
-    (1, 1024, 1024, 32 << 21, 3, 3, "NHWC", "over 2^31 - 1 CTAs")])
+    (1, 1024, 1024, 32 << 21, 3, 3, "NHWC", "over 2^31 - 1 CTAs"),
+    (1, 8, 8, 32 << 22, 5, 5, "NHWC", "filter offsets past 32 bits")])
 def test_wgmma_kernel_leaves_out_what_it_does_not_run(N, H, W, M, KH, KW, lay, why):
     spec = spec_from_logical(N, 1, H, W, M, KH, KW, padding="VALID", layout=lay)
     hw = PRESETS["h200"]
