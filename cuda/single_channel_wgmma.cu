@@ -64,6 +64,7 @@ struct TzArgs {
   int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
   int stagger;  // plan[6] & 1: warpgroups start their first segment in turn
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
+  FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)
 };
 
 // Nonzero where v is non-finite or huge (|v| > 1e18: see the note at the top).
@@ -146,42 +147,52 @@ __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __r
 }
 
 // B_kh[k][n] for n = ph * 32 + c (filter b_filter(c), phase ph), 4 k per 16-byte chunk: chunk
-// j = (kh, k / 4, n) holds w[f][kh][k - ph] for its 4 k (zero where k - ph is not a tap). The
-// thread's chunks j = tid, tid + NT, ... (CH of them), their taps loaded straight from global
-// memory (L2-resident, shared by every CTA of the block) right after the band's loads are
-// issued, so both are in flight together and no raw copy or barrier sits between them (round 27).
-template <int KH, int NT>
+// (kh, k / 4, n) holds w[f][kh][k - ph] for its 4 k (zero where k - ph is not a tap), at float
+// kh * 1024 + (k / 4) * 512 + 4 n. Thread (warp kh < KH, lane c) loads one filter row (taps 0..4
+// of filter b_filter(c) at row kh, zero past KW) straight from global memory (L2-resident,
+// shared by every CTA of the block; no raw copy or barrier, round 27), splits it once, and writes
+// the 8 chunks (k / 4, ph) of column c from it: every tap index a constant, and a warp's 32 lanes
+// 512 contiguous bytes per store. (Each thread building 4-tap chunks of its own took 20 loads
+// and splits and ~350 instructions of the setup, not 5 and ~70: 0.92-0.97x on the H200, round 37.)
+template <int KH>
 struct TzFilters {
-  static constexpr int CH = (KH * 256 + NT - 1) / NT;
-  float v[CH][4];
+  float v[kMaxK];
 
-  // A thread's column n = tid % 128 (phase, filter) is the same in all its chunks (NT % 128 ==
-  // 0), and every filter offset fits 32 bits (single_channel_wgmma_supported), so each load
-  // costs a few instructions, not the ~18 of 64-bit offsets per load (round 37).
   __device__ __forceinline__ void load(const float* __restrict__ w, const TzArgs& a, int fb,
                                        int tid) {
-    const int n = tid & 127, ph = n >> 5;
-    const int of = (fb * 32 + b_filter(n & 31)) * int(a.w_so), sh = int(a.w_sh), sw = int(a.w_sw);
+    const int kh = tid >> 5;
+    if (kh >= KH) return;
+    const int o = (fb * 32 + b_filter(tid & 31)) * int(a.w_so) + kh * int(a.w_sh),
+              sw = int(a.w_sw);
 #pragma unroll
-    for (int u = 0; u < CH; ++u) {
-      const int j = tid + u * NT, kh = j >> 8, kq = (j >> 7) & 1;
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const int tap = 4 * kq + kk - ph;
-        v[u][kk] = (j < KH * 256 && tap >= 0 && tap < a.KW) ? __ldg(w + (of + kh * sh + tap * sw)) : 0.f;
-      }
-    }
+    for (int t = 0; t < kMaxK; ++t) v[t] = t < a.KW ? __ldg(w + (o + t * sw)) : 0.f;
   }
 
-  // Splits the chunks into bhi / blo; nonzero where a filter value is non-finite or huge.
   __device__ __forceinline__ int store(float* bhi, float* blo, int tid) const {
+    const int kh = tid >> 5, c = tid & 31;
+    if (kh >= KH) return 0;
     int bad = 0;
+    uint32_t h[kMaxK], l[kMaxK];
 #pragma unroll
-    for (int u = 0; u < CH; ++u) {
-      const int j = tid + u * NT;
-      if (j >= KH * 256) break;
-      const int kh = j >> 8, kq = (j >> 7) & 1, n = j & 127;
-      bad |= tz_split4(v[u], bhi, blo, kh * 1024 + kq * 512 + (n >> 3) * 32 + (n & 7) * 4);
+    for (int t = 0; t < kMaxK; ++t) {
+      bad |= tz_bad(v[t]);
+      split_tf32(v[t], h[t], l[t]);
+    }
+#pragma unroll
+    for (int kq = 0; kq < 2; ++kq) {
+#pragma unroll
+      for (int ph = 0; ph < 4; ++ph) {
+        uint32_t ch[4], cl[4];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          const int t = 4 * kq + kk - ph;
+          ch[kk] = (t >= 0 && t < kMaxK) ? h[t] : 0u;
+          cl[kk] = (t >= 0 && t < kMaxK) ? l[t] : 0u;
+        }
+        const int o = kh * 1024 + kq * 512 + 4 * (ph * 32 + c);
+        *reinterpret_cast<uint4*>(bhi + o) = make_uint4(ch[0], ch[1], ch[2], ch[3]);
+        *reinterpret_cast<uint4*>(blo + o) = make_uint4(cl[0], cl[1], cl[2], cl[3]);
+      }
     }
     return bad;
   }
@@ -344,12 +355,12 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   // Filter blocks vary fastest in the grid, so the CTAs in flight together cover every filter
   // of fewer segments: NHWC pixels written whole, the band read by all its CTAs at once (b32
   // 56^2 K5 NHWC 29.0 -> 25.8 us, NCHW 33.0 -> 30.4; notes round 36).
-  const int fb = int(blockIdx.x % unsigned(a.nfb));
-  const int s0 = int(blockIdx.x / unsigned(a.nfb)) * a.SPT, s1 = min(s0 + a.SPT, a.S);
-  const int Rb = (s0 * kSeg) / a.Ws;                       // tall row of band row 0
-  const int nb = min(a.NB, (s1 * kSeg + 8) / a.Ws - Rb + KH);
+  int fb;
+  const int s0 = int(a.nfb_div.divmod(blockIdx.x, &fb)) * a.SPT, s1 = min(s0 + a.SPT, a.S);
+  const int Rb = tz_quot(s0 * kSeg, a.ws_div);                 // tall row of band row 0
+  const int nb = min(a.NB, tz_quot(s1 * kSeg + 8, a.ws_div) - Rb + KH);
   const int tid = threadIdx.x;
-  TzFilters<KH, NT> filters;
+  TzFilters<KH> filters;
   TzBand<NT, RS> band;
   band.load(x, a, Rb, nb, tid);  // first: from DRAM, and its addresses cost little
   filters.load(w, a, fb, tid);
@@ -435,6 +446,9 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
   a.NB = int(tz_band_rows(p, a.SPT));
   a.stagger = int(p.plan[6] & 1);
   a.nfb = int(p.M / 32);
+  a.ws_div = FastDiv(uint32_t(a.Ws));
+  a.hp_div = FastDiv(uint32_t(a.Hp));
+  a.nfb_div = FastDiv(uint32_t(a.nfb));
   a.flat_in = p.pad_top == 0 && p.pad_left == 0 && a.Hp == p.H && a.Ws == p.W &&
               p.OW + p.KW - 1 == p.W && p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
   return a;

@@ -61,6 +61,7 @@ struct TzParams {
   int N, H, W, M, KH, KW, pt, pl, OH, OW;
   int nhwc;          // output layout: 1 NHWC, 0 NCHW
   int Hp, Ws;        // padded rows per image (tall-stack period), band row stride (floats, % 4 == 0)
+  int hp_div, ws_div;  // tz_pixel's divisors (= Hp, Ws)
   int S;             // 256-pixel segments of the flat tall stack (tall row * Ws + column)
   int SPT;           // segments per CTA
   int NB;            // band rows staged per CTA (at most)
@@ -786,6 +787,8 @@ static TzParams make_params(int N, int H, int W, int M, int KH, int KW, int pt, 
   p.nhwc = nhwc;
   p.Hp = H + pt + pb;
   p.Ws = (p.OW + KW - 1 + 3) / 4 * 4;
+  p.hp_div = p.Hp;
+  p.ws_div = p.Ws;
   const long long flat = (long long)(N * p.Hp - KH + 1) * p.Ws;  // through the last valid row
   p.S = int((flat + 255) / 256);
   p.SPT = SPT;
