@@ -153,7 +153,8 @@ __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __r
 // shared by every CTA of the block; no raw copy or barrier, round 27), splits it once, and writes
 // the 8 chunks (k / 4, ph) of column c from it: every tap index a constant, and a warp's 32 lanes
 // 512 contiguous bytes per store. (Each thread building 4-tap chunks of its own took 20 loads
-// and splits and ~350 instructions of the setup, not 5 and ~70: 0.92-0.97x on the H200, round 37.)
+// and splits and ~350 instructions of the setup, not 5 and ~70: 0.93-0.99x per layer on the
+// H200's driver, round 37.)
 template <int KH>
 struct TzFilters {
   float v[kMaxK];

@@ -1,4 +1,4 @@
-# Round 37: where the wgmma kernel's setup goes (timing only; wrong values). Apply
+# Round 37: where the wgmma kernel's setup goes (timing only; wrong values). Apply (to f7d379b)
 # notes/sc-wgmma-setup.patch (round 36's phase probe plus TZ_PHASE bits 4: filters from
 # constants, 8: band from constants, 16: return after the setup's barrier, 32: return at entry).
 # Builds: 0 (HEAD), 3 (no MMAs, no stores), 19 (setup only), 23 (setup, no filter loads),
