@@ -209,6 +209,16 @@ struct TzBand {
   static constexpr int U = 8;  // float4 loads in flight per thread and round (flat band)
   float4 v[U];
 
+  // A flat band's range in float4s: its first in x, x's end, its count. load() and store() each
+  // derive it (holding it live across B's split took 2 registers more).
+  struct Range {
+    long long g0, gend;
+    int total;
+    __device__ __forceinline__ Range(const TzArgs& a, int Rb, int nb)
+        : g0((long long)Rb * (a.Ws >> 2)), gend((long long)a.N * a.H * (a.Ws >> 2)),
+          total(nb * (a.Ws >> 2)) {}
+  };
+
   __device__ __forceinline__ void load_round(const float* __restrict__ x, long long g0,
                                              long long gend, int total, int i0) {
 #pragma unroll
@@ -240,21 +250,20 @@ struct TzBand {
   // Flat: unpadded dense rows of W == Ws, so the tall stack is x itself and the band one range.
   __device__ __forceinline__ void load(const float* __restrict__ x, const TzArgs& a, int Rb,
                                        int nb, int tid) {
-    if (a.flat_in)
-      load_round(x, (long long)Rb * (a.Ws >> 2), (long long)a.N * a.H * (a.Ws >> 2),
-                 nb * (a.Ws >> 2), tid);
+    if (!a.flat_in) return;
+    const Range f(a, Rb, nb);
+    load_round(x, f.g0, f.gend, f.total, tid);
   }
 
   __device__ __forceinline__ int store(const float* __restrict__ x, const TzArgs& a, float* ahi,
                                        float* alo, int Rb, int nb, int tid) {
     int bad = 0;
     if (a.flat_in) {
-      const long long g0 = (long long)Rb * (a.Ws >> 2), gend = (long long)a.N * a.H * (a.Ws >> 2);
-      const int total = nb * (a.Ws >> 2);
-      bad |= store_round(ahi, alo, total, tid);
-      for (int i0 = tid + NT * U; i0 < total; i0 += NT * U) {
-        load_round(x, g0, gend, total, i0);
-        bad |= store_round(ahi, alo, total, i0);
+      const Range f(a, Rb, nb);
+      bad |= store_round(ahi, alo, f.total, tid);
+      for (int i0 = tid + NT * U; i0 < f.total; i0 += NT * U) {
+        load_round(x, f.g0, f.gend, f.total, i0);
+        bad |= store_round(ahi, alo, f.total, i0);
       }
       return bad;
     }
