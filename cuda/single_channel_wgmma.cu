@@ -23,8 +23,8 @@
 // filters, no im2col copy; 3xTF32 issues 3 per (segment, kh).
 //   CTA     = NWG warpgroups (plan[7] = 128 NWG threads), one 32-filter block (blockIdx.x %
 //             (M / 32): filter blocks fastest) and SPT consecutive segments (plan[5]);
-//             warpgroup w takes segments w, w + NWG, ...; plan[6] & 1: their first segments
-//             in turn (staggered start); plan[6] & 2: A from registers (each lane loads its
+//             warpgroup w takes segments w, w + NWG, ...; plan[6] & 1: their wgmmas in turn
+//             (staggered: the first round; NHWC every round); plan[6] & 2: A from registers (each lane loads its
 //             fragment of the unsplit band and splits it), so wgmma reads only B from shared
 //             memory (round 28).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
@@ -382,28 +382,34 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     return;
   }
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  // Staggered start (a.stagger): warpgroup w issues its first segment's wgmmas once w - 1's are
-  // done (named barrier w: w - 1 arrives, w waits), so the SM's first stores start one
-  // segment's MMAs in instead of after every warpgroup's (notes round 26: 2-9%).
+  // Staggered order (a.stagger), a token ring of named barriers 1 + w: warpgroup w issues round
+  // k's wgmmas once the warpgroup before it in the ring has finished its own, so the SM's first
+  // stores start one segment's MMAs in instead of after every warpgroup's (notes round 26:
+  // 2-9%). NHWC keeps the order for every round, so that one warpgroup of the CTA multiplies
+  // while the other stores (round 38: b32 56^2 / 112^2 K5 2-3%); PLANES only for the first
+  // (every round: b1 512^2 K5 NCHW 1.03x slower).
+  const int rounds = PLANES ? 1 : (s1 - s0 + NWG - 1) / NWG;
   int k = 0;
   for (int s = s0 + wg; s < s1; s += NWG, ++k) {
     float d[64];
-    if (a.stagger && k == 0 && wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
+    const bool turn = a.stagger && k < rounds;
+    if (turn && (k > 0 || wg > 0)) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
     if constexpr (RS)
       tz_mma_rs<KH>(d, ahi, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws, wq, g, t);
     else
       tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (a.stagger && k == 0 && wg + 1 < NWG)
-      asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+    if (turn && !(wg == NWG - 1 && k == rounds - 1))  // the ring's last pass is not made
+      asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (wg + 1) % NWG) : "memory");
     if constexpr (PLANES)
       tz_store_planes(d, y, a, s, fb, wq, g, t);
     else
       tz_store(d, y, a, s, fb, wq, g, t);
   }
-  if (a.stagger && k == 0) {  // no segment here: pass the turn on
-    if (wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(wg) : "memory");
-    if (wg + 1 < NWG) asm volatile("bar.arrive %0, 256;\n" ::"r"(wg + 1) : "memory");
+  for (; a.stagger && k < rounds; ++k) {  // rounds without a segment here: pass the turn on
+    if (k > 0 || wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
+    if (!(wg == NWG - 1 && k == rounds - 1))
+      asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (wg + 1) % NWG) : "memory");
   }
 #else
   __trap();  // sm_90a only: the host launches it on compute capability 9.0 only

@@ -122,8 +122,9 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     as wgmma's shared-memory A operand through a descriptor whose rows overlap (A[r][k] =
     band[4 r + k + kh Ws]), so no thread loads an operand element; B holds the 32 filters of a
     block at 4 pixel phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT,
-    stagger + 2 RS, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups starting
-    their first segments in turn (stagger = 1, the launches offered) or together; RS = 1: A from
+    stagger + 2 RS, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking
+    turns at wgmma (stagger = 1, the launches offered: the first round, and with NHWC-like
+    outputs every round) or not; RS = 1: A from
     registers instead (one unsplit band copy; each lane loads and splits its own fragment, and
     wgmma reads only B from shared memory). Runs NHWC-like outputs (filters contiguous) and
     NCHW-like ones whose rows are whole float4s (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1
@@ -406,8 +407,8 @@ def mma_tiles(spec, hw, count: int = MMA_TRIES) -> list[tuple[int, int]]:
 
 
 def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0) -> tuple:
-    """The plan attributes of the wgmma kernel: SPT segments per CTA, NWG warpgroups, their
-    first segments in turn (stagger = 1) or together, A from registers (rs = 1) or from shared
+    """The plan attributes of the wgmma kernel: SPT segments per CTA, NWG warpgroups, taking
+    turns at wgmma (stagger = 1) or not, A from registers (rs = 1) or from shared
     memory: plan[6] = stagger + 2 rs."""
     return (TZ_DIVISION, 1, 1, 32, SPT, stagger + 2 * rs, 128 * NWG)
 
