@@ -20,7 +20,8 @@
 //                       paper's NHWC K3 / K5 layers and 80 random layers; NCHW outputs: the
 //                       paper's K5 layers of OW % 4 == 0 and 40 random layers)
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
-//   SC_YPAD=1: NCHW outputs with each filter's plane starting on a 32-byte boundary (timing)
+//   SC_YPAD=1: NCHW outputs with each filter's plane starting on a 32-byte boundary (timing);
+//                       SC_YPAD_EXTRA=e: e more floats per plane
 //   SC_HOT_W=1: every timed launch reads the same filter buffer (the plan timer's way), not its
 //                       set's own
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
@@ -154,7 +155,11 @@ static ConvParams make_params(const Case& c, Bufs* b) {
   for (int k = 3; k >= 0; --k) { st[order[k]] = s; s *= sz[order[k]]; }
   p.y_sn = st[0]; p.y_sc = st[1]; p.y_sh = st[2]; p.y_sw = st[3];
   if (c.ylay == 0 && std::getenv("SC_YPAD")) {  // NCHW planes padded to 32-byte boundaries
-    p.y_sc = (OH * OW + 7) / 8 * 8; p.y_sn = p.y_sc * M; s = p.y_sn * N;
+    // SC_YPAD_EXTRA=e: e more floats per plane (rounded up to 4: a plane stride off a power of
+    // two, to tell DRAM channel conflicts between planes from the store pattern)
+    const char* extra = std::getenv("SC_YPAD_EXTRA");
+    p.y_sc = (OH * OW + 7) / 8 * 8 + (extra ? (atoll(extra) + 3) / 4 * 4 : 0);
+    p.y_sn = p.y_sc * M; s = p.y_sn * N;
   }
   b->y_elems = size_t(s);
   for (int i = 0; i < 8; ++i) p.plan[i] = c.plan[i];
