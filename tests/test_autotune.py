@@ -302,7 +302,7 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             continue
         if ps.is_tz(c.kernel_attrs):   # the wgmma kernel (S11): NHWC or planes, 32-filter blocks
             assert K > 1 and M % 32 == 0 and c["division"] == 6
-            assert lay == "NHWC" or (ps.tz_planes(spec) and spec.dims["OW"] % 4 == 0)
+            assert lay == "NHWC" or ps.tz_planes(spec)   # planes: OW % 4 == 0 (tz_planes)
             rs = ", A from registers" if prefetch & 2 else ""
             assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs
             assert "Toeplitz" in c.reason
