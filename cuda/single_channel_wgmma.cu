@@ -24,9 +24,9 @@
 //   CTA     = NWG warpgroups (plan[7] = 128 NWG threads), one 32-filter block (blockIdx.x %
 //             (M / 32): filter blocks fastest) and SPT consecutive segments (plan[5]);
 //             warpgroup w takes segments w, w + NWG, ...; plan[6] & 1: their wgmmas in turn
-//             (staggered: the first round; NHWC every round); plan[6] & 2: A from registers (each lane loads its
-//             fragment of the unsplit band and splits it), so wgmma reads only B from shared
-//             memory (round 28).
+//             (staggered: the first round; NHWC every round); plan[6] & 2: A from registers
+//             (each lane loads its fragment of the unsplit band and splits it), so wgmma
+//             reads only B from shared memory (round 28).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
 //             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
 //             per pixel where the output's filters are contiguous (NHWC), or (PLANES: NCHW and
@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   // k's wgmmas once the warpgroup before it in the ring has finished its own, so the SM's first
   // stores start one segment's MMAs in instead of after every warpgroup's (notes round 26:
   // 2-9%). NHWC keeps the order for every round, so that one warpgroup of the CTA multiplies
-  // while the other stores (round 38: b32 56^2 / 112^2 K5 2-3%); PLANES only for the first
+  // while the other stores (round 38: b32 56^2 / 112^2 K5 3-4%); PLANES only for the first
   // (every round: b1 512^2 K5 NCHW 1.03x slower).
   const int rounds = PLANES ? 1 : (s1 - s0 + NWG - 1) / NWG;
   int k = 0;
