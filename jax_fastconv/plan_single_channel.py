@@ -117,24 +117,24 @@ S10. Row-Winograd products (beyond the paper): for 5x5 kernels the staged kernel
     H200's compute-bound 5x5 layers: 0.92x on b32 56^2 K5 NHWC, 0.93-0.95x on b32 112^2 K5,
     1.00x b32 56^2 NCHW, 1.09x slower on b32 28^2; with stores, bound by the H100's copy
     bandwidth, 1.00-1.18x: an H100 bench picked it nowhere).
-S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the padded images
-    stacked into one tall map, a CTA stages a flat band of it (hi / lo TF32 copies) and reads it
-    as wgmma's shared-memory A operand through a descriptor whose rows overlap (A[r][k] =
-    band[4 r + k + kh Ws]), so no thread loads an operand element; B holds the 32 filters of a
-    block at 4 pixel phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT,
-    stagger + 2 RS, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking
-    turns at wgmma (stagger = 1, the launches offered: the first round, and with NHWC-like
-    outputs every round) or not; RS = 1: A from registers instead (one unsplit band copy; each
-    lane loads and splits its own fragment, and wgmma reads only B from shared memory). Runs
-    NHWC-like outputs (filters contiguous) and NCHW-like ones whose rows are whole float4s
-    (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1 swap rows so that each store writes 2 filters x
-    256 contiguous bytes), M % 32 == 0, KH and KW <= 5. Not planned by a rule: `candidate_plans` offers TZ_GRIDS' launches to the
-    autotuner (prototype, H200, graph timing: b32 56^2 K5 NHWC 29.6 us against 33.0 for the
-    best FFMA launch, b1 1024^2 K5 NHWC 37.4 against 45.6; the FFMA kernel stays ahead on b32
-    28^2 K5. NCHW, H200 driver, round 35: 0.91-0.98x the best FFMA launch on b1 224^2 / 512^2 /
-    1024^2 and b32 112^2 K5, 1.06-1.23x slower on b32 28^2 / 56^2 K5. With filter blocks fastest
-    in the grid, round 36: b32 56^2 K5 NHWC 26.1 us, NCHW 30.4 against the FFMA kernel's 31.2;
-    b32 28^2 K5 NHWC 14.3 against 14.5, NCHW still 1.09x).
+S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the padded images stacked
+    into one tall map, a CTA stages a flat band of it (hi / lo TF32 copies) and reads it as wgmma's
+    shared-memory A operand through a descriptor whose rows overlap (A[r][k] = band[4 r + k + kh
+    Ws]), so no thread loads an operand element; B holds the 32 filters of a block at 4 pixel
+    phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, stagger + 2 RS, 128 NWG],
+    SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma (stagger = 1, the
+    launches offered: the first round, and with NHWC-like outputs every round) or not; RS = 1: A
+    from registers instead (one unsplit band copy; each lane loads and splits its own fragment, and
+    wgmma reads only B from shared memory). Runs NHWC-like outputs (filters contiguous) and
+    NCHW-like ones whose rows are whole float4s (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1 swap
+    rows so that each store writes 2 filters x 256 contiguous bytes), M % 32 == 0, KH and KW <= 5.
+    Not planned by a rule: `candidate_plans` offers TZ_GRIDS' launches to the autotuner (prototype,
+    H200, graph timing: b32 56^2 K5 NHWC 29.6 us against 33.0 for the best FFMA launch, b1 1024^2
+    K5 NHWC 37.4 against 45.6; the FFMA kernel stays ahead on b32 28^2 K5. NCHW, H200 driver, round
+    35: 0.91-0.98x the best FFMA launch on b1 224^2 / 512^2 / 1024^2 and b32 112^2 K5, 1.06-1.23x
+    slower on b32 28^2 / 56^2 K5. With filter blocks fastest in the grid, round 36: b32 56^2 K5
+    NHWC 26.1 us, NCHW 30.4 against the FFMA kernel's 31.2; b32 28^2 K5 NHWC 14.3 against 14.5,
+    NCHW still 1.09x).
 """
 from __future__ import annotations
 
