@@ -62,7 +62,7 @@ struct TzArgs {
   int SPT;      // segments per CTA
   int NB;       // band rows a CTA stages (at most)
   int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
-  int stagger;  // plan[6] & 1: warpgroups start their first segment in turn
+  int stagger;  // plan[6] & 1: warpgroups take turns at wgmma (NHWC every round, PLANES the first)
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
   FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)
 };
