@@ -389,27 +389,34 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   // while the other stores (round 38: b32 56^2 / 112^2 K5 3-4%); PLANES only for the first
   // (every round: b1 512^2 K5 NCHW 1.03x slower).
   const int rounds = PLANES ? 1 : (s1 - s0 + NWG - 1) / NWG;
+  // round k's turn: wait for it (warpgroup 0's first comes free), then pass it on (the ring's
+  // last pass is not made)
+  auto wait_turn = [&](int k) {
+    if (k > 0 || wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
+  };
+  auto pass_turn = [&](int k) {
+    if (!(wg == NWG - 1 && k == rounds - 1))
+      asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (wg + 1) % NWG) : "memory");
+  };
   int k = 0;
   for (int s = s0 + wg; s < s1; s += NWG, ++k) {
     float d[64];
     const bool turn = a.stagger && k < rounds;
-    if (turn && (k > 0 || wg > 0)) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
+    if (turn) wait_turn(k);
     if constexpr (RS)
       tz_mma_rs<KH>(d, ahi, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws, wq, g, t);
     else
       tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (turn && !(wg == NWG - 1 && k == rounds - 1))  // the ring's last pass is not made
-      asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (wg + 1) % NWG) : "memory");
+    if (turn) pass_turn(k);
     if constexpr (PLANES)
       tz_store_planes(d, y, a, s, fb, wq, g, t);
     else
       tz_store(d, y, a, s, fb, wq, g, t);
   }
   for (; a.stagger && k < rounds; ++k) {  // rounds without a segment here: pass the turn on
-    if (k > 0 || wg > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
-    if (!(wg == NWG - 1 && k == rounds - 1))
-      asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (wg + 1) % NWG) : "memory");
+    wait_turn(k);
+    pass_turn(k);
   }
 #else
   __trap();  // sm_90a only: the host launches it on compute capability 9.0 only
