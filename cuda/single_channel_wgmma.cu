@@ -93,6 +93,21 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
     const int r = 16 * wq + g + 8 * h;
     int n, oy, ox0;  // of the phase-0 pixel; its 4 share the row (Ws % 4 == 0)
     if (!tz_pixel(a, s * kSeg + 4 * r, n, oy, ox0)) continue;
+#if defined(TZ_NHWC_PHQ)
+    // probe: the two 64-byte halves (q) of a pixel's 32 filters in consecutive instructions
+    float v[2][4][4];
+    tz_gather(d, h, 0, v[0]);
+    tz_gather(d, h, 1, v[1]);
+    float* base = y + n * a.y_sn + oy * a.y_sh + ox0 * a.y_so + (fb * 32 + 4 * t);
+#pragma unroll
+    for (int ph = 0; ph < 4; ++ph) {
+      if (ox0 + ph >= a.OW) break;
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+        __stcs(reinterpret_cast<float4*>(base + ph * a.y_so + 16 * q),
+               make_float4(v[q][ph][0], v[q][ph][1], v[q][ph][2], v[q][ph][3]));
+    }
+#else
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       float v[4][4];  // v[ph][i]: phase ph, filter fb * 32 + 16 q + 4 t + i
@@ -105,6 +120,7 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
                make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]));
       }
     }
+#endif
   }
 }
 
@@ -119,6 +135,46 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __restrict__ y,
                                                 const TzArgs& a, int s, int fb, int wq, int g,
                                                 int t) {
+#if defined(TZ_PL_NOX)
+  // probe: no lane exchange; each lane stores its own float4s, 8 lanes g x 128 bytes of 4
+  // filters per instruction. TZ_PL_NOX == 1: rows g and g + 8 of a filter (its 256 bytes) in
+  // consecutive instructions; 2: all rows g first (round 35's order)
+  int n0, oy0, c0, n1, oy1, c1;
+  const bool ok0 = tz_pixel(a, s * kSeg + 4 * (16 * wq + g), n0, oy0, c0);
+  const bool ok1 = tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8), n1, oy1, c1);
+  float* row0 = y + n0 * a.y_sn + oy0 * a.y_sh + c0;
+  float* row1 = y + n1 * a.y_sn + oy1 * a.y_sh + c1;
+#if TZ_PL_NOX == 1
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    float v0[4][4], v1[4][4];
+    tz_gather(d, 0, q, v0);
+    tz_gather(d, 1, q, v1);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int f = (fb * 32 + 16 * q + 4 * t + i) * a.y_so;
+      if (ok0) __stcs(reinterpret_cast<float4*>(row0 + f), make_float4(v0[0][i], v0[1][i], v0[2][i], v0[3][i]));
+      if (ok1) __stcs(reinterpret_cast<float4*>(row1 + f), make_float4(v1[0][i], v1[1][i], v1[2][i], v1[3][i]));
+    }
+  }
+#else
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!(h ? ok1 : ok0)) continue;
+    float* row = h ? row1 : row0;
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      float v[4][4];
+      tz_gather(d, h, q, v);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        __stcs(reinterpret_cast<float4*>(row + (fb * 32 + 16 * q + 4 * t + i) * a.y_so),
+               make_float4(v[0][i], v[1][i], v[2][i], v[3][i]));
+    }
+  }
+#endif
+  return;
+#endif
   const bool even = (t & 1) == 0;
   int n, oy, ox0;
   const bool ok = tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8 * (t & 1)), n, oy, ox0);
