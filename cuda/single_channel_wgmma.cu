@@ -116,8 +116,18 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 #pragma unroll
       for (int ph = 0; ph < 4; ++ph) {
         if (ox0 + ph >= a.OW) break;
+#if defined(TZ_NHWC_HALF)
+        // probe: each store instruction on half the warp's rows (lanes g < 4, then g >= 4)
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+          asm volatile(
+              "{ .reg .pred p; setp.ne.b32 p, %5, 0; @p st.global.cs.v4.f32 [%0], {%1, %2, %3, %4}; }\n"
+              ::"l"(base + ph * a.y_so), "f"(v[ph][0]), "f"(v[ph][1]), "f"(v[ph][2]), "f"(v[ph][3]),
+              "r"(int((g >> 2) == u)) : "memory");
+#else
         __stcs(reinterpret_cast<float4*>(base + ph * a.y_so),
                make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]));
+#endif
       }
     }
 #endif
@@ -157,6 +167,26 @@ __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __r
       if (ok1) __stcs(reinterpret_cast<float4*>(row1 + f), make_float4(v1[0][i], v1[1][i], v1[2][i], v1[3][i]));
     }
   }
+#elif TZ_PL_NOX == 3
+  // each instruction one filter's 128 bytes (the 8 lanes g of one t), rows g then g + 8
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    float v[2][4][4];
+    tz_gather(d, 0, q, v[0]);
+    tz_gather(d, 1, q, v[1]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int f = (fb * 32 + 16 * q + 4 * t + i) * a.y_so;
+#pragma unroll
+      for (int tt = 0; tt < 4; ++tt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          asm volatile(
+              "{ .reg .pred p; setp.ne.b32 p, %5, 0; @p st.global.cs.v4.f32 [%0], {%1, %2, %3, %4}; }\n"
+              ::"l"((h ? row1 : row0) + f), "f"(v[h][0][i]), "f"(v[h][1][i]), "f"(v[h][2][i]),
+              "f"(v[h][3][i]), "r"(int(t == tt && (h ? ok1 : ok0))) : "memory");
+    }
+  }
 #else
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -193,11 +223,34 @@ __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __r
         xe[ph] = even ? v0[ph][i] : recv;
         xo[ph] = even ? recv : v1[ph][i];
       }
+#if defined(TZ_PL_HALF)
+      // probe: each store instruction on one filter's 256 bytes (16 lanes), where the lanes'
+      // stores above cover two filters: twice the instructions, one filter plane each
+      {
+        float* fe = row + (fb * 32 + 16 * q + 4 * (t & ~1) + i) * a.y_so;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {  // (xe, xo) x (lanes t < 2, t >= 2)
+          const float* xv = u < 2 ? xe : xo;
+          const bool on = ok && ((t >> 1) == (u & 1));
+          asm volatile(
+              "{ .reg .pred p; setp.ne.b32 p, %5, 0; @p st.global.cs.v4.f32 [%0], {%1, %2, %3, %4}; }\n"
+              ::"l"(fe + (u < 2 ? 0 : 4 * a.y_so)), "f"(xv[0]), "f"(xv[1]), "f"(xv[2]), "f"(xv[3]),
+              "r"(int(on)) : "memory");
+        }
+      }
+#else
       if (ok) {
         float* fe = row + (fb * 32 + 16 * q + 4 * (t & ~1) + i) * a.y_so;
         __stcs(reinterpret_cast<float4*>(fe), make_float4(xe[0], xe[1], xe[2], xe[3]));
         __stcs(reinterpret_cast<float4*>(fe + 4 * a.y_so), make_float4(xo[0], xo[1], xo[2], xo[3]));
       }
+#endif
+#if defined(TZ_PL_SYNC)
+      // probe: the warpgroup's 4 warps in step, so that each filter's 1 KB of the segment (256
+      // bytes a warp) is written within a few instructions: a barrier after every i (1) or q (2)
+      if (TZ_PL_SYNC == 1 || i == 3)
+        asm volatile("bar.sync %0, 128;\n" ::"r"(4 + int(threadIdx.x >> 7)) : "memory");
+#endif
     }
   }
 }
@@ -546,6 +599,14 @@ cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes,
                         : single_channel_wgmma_kernel<KH, 3, true, false>)
             : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, false>
                         : single_channel_wgmma_kernel<KH, 3, false, false>));
+#if defined(TZ_NWG4)
+  // probe: four warpgroups (A from shared memory only: the RS instances need > 128 registers)
+  if (nwg == 4) {
+    if (rs) return cudaErrorInvalidValue;
+    kern = planes ? single_channel_wgmma_kernel<KH, 4, false, true>
+                  : single_channel_wgmma_kernel<KH, 4, false, false>;
+  }
+#endif
   cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               int(smem));
@@ -560,7 +621,11 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
   const int64_t* a = p.plan;
   const long long SPT = a[5], nwg = a[7] / 128;
   if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 3) ||
-      (a[7] != 256 && a[7] != 384) || SPT < nwg || SPT > 4096)
+      (a[7] != 256 && a[7] != 384
+#if defined(TZ_NWG4)
+       && a[7] != 512
+#endif
+       ) || SPT < nwg || SPT > 4096)
     return false;
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1 || p.M % 32 != 0)
     return false;

@@ -1,0 +1,22 @@
+# flags_run.sh [FLAGS_B [FLAGS_C ...]]: driver builds of the tree as it is, A without extra nvcc
+# flags and B, C, ... with each argument's; best launch per layer over two alternating passes
+# of the wgmma kernel's launches (CASES= to choose the layers), then --check on the builds
+# named in CHECK (e.g. CHECK="B D"). Carry .devbuild/plans-h200.txt.
+set -x
+nvidia-smi --query-gpu=name --format=csv,noheader
+builds=(A) && flags=("")
+for f in "$@"; do builds+=($(printf "\\x$(printf %x $((65 + ${#builds[@]})))")); flags+=("$f"); done
+for k in "${!builds[@]}"; do
+  bash benchmarks/notes/build_driver.sh /tmp/drv${builds[$k]} ${flags[$k]} > $OUT/b${builds[$k]}.log 2>&1 &
+done
+wait
+CASES=${CASES:-NCHW_N1_512_M32_K5,NCHW_N32_28_M512_K5,NCHW_N32_56_M256_K5,NCHW_N1_1024_M32_K5,NCHW_N32_112_M128_K5,NCHW_N1_224_M64_K5,NHWC_N1_512_M32_K5,NHWC_N32_28_M512_K5,NHWC_N32_56_M256_K5,NHWC_N32_112_M128_K5,NHWC_N1_1024_M32_K5,NHWC_N1_512_M32_K3}
+for pass in 1 2; do
+  for v in "${builds[@]}"; do
+    echo "== pass $pass build $v"
+    SC_TZ=2 SC_CASES=$CASES /tmp/drv$v --time --plans .devbuild/plans-h200.txt 2>&1 | grep -E "variant \[6"
+  done
+done > $OUT/ab.log 2>&1
+python3 benchmarks/notes/best_by_build.py $OUT/ab.log
+python3 benchmarks/notes/best_by_build.py $OUT/ab.log --per-launch > $OUT/ab-per-launch.txt
+for v in ${CHECK:-}; do /tmp/drv$v --check --plans .devbuild/plans-h200.txt > $OUT/check$v.log 2>&1; tail -1 $OUT/check$v.log; done
