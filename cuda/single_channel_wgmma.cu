@@ -84,6 +84,15 @@ __device__ __forceinline__ int tz_split4(const float (&e)[4], float* hi, float* 
   return bad;
 }
 
+// A 16-byte streaming store where `on`. Inline asm, so that the compiler keeps a pair of such
+// stores with complementary conditions as two instructions (tz_store_planes).
+__device__ __forceinline__ void tz_store_if(float* p, const float (&v)[4], bool on) {
+  asm volatile(
+      "{\n .reg .pred on;\n setp.ne.b32 on, %5, 0;\n"
+      " @on st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};\n}\n" ::"l"(p),
+      "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]), "r"(int(on)) : "memory");
+}
+
 // Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
 // (the prototype's LEAN path: a small unrolled body for the instruction cache, round 26).
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
@@ -93,21 +102,6 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
     const int r = 16 * wq + g + 8 * h;
     int n, oy, ox0;  // of the phase-0 pixel; its 4 share the row (Ws % 4 == 0)
     if (!tz_pixel(a, s * kSeg + 4 * r, n, oy, ox0)) continue;
-#if defined(TZ_NHWC_PHQ)
-    // probe: the two 64-byte halves (q) of a pixel's 32 filters in consecutive instructions
-    float v[2][4][4];
-    tz_gather(d, h, 0, v[0]);
-    tz_gather(d, h, 1, v[1]);
-    float* base = y + n * a.y_sn + oy * a.y_sh + ox0 * a.y_so + (fb * 32 + 4 * t);
-#pragma unroll
-    for (int ph = 0; ph < 4; ++ph) {
-      if (ox0 + ph >= a.OW) break;
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-        __stcs(reinterpret_cast<float4*>(base + ph * a.y_so + 16 * q),
-               make_float4(v[q][ph][0], v[q][ph][1], v[q][ph][2], v[q][ph][3]));
-    }
-#else
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       float v[4][4];  // v[ph][i]: phase ph, filter fb * 32 + 16 q + 4 t + i
@@ -116,21 +110,10 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 #pragma unroll
       for (int ph = 0; ph < 4; ++ph) {
         if (ox0 + ph >= a.OW) break;
-#if defined(TZ_NHWC_HALF)
-        // probe: each store instruction on half the warp's rows (lanes g < 4, then g >= 4)
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-          asm volatile(
-              "{ .reg .pred p; setp.ne.b32 p, %5, 0; @p st.global.cs.v4.f32 [%0], {%1, %2, %3, %4}; }\n"
-              ::"l"(base + ph * a.y_so), "f"(v[ph][0]), "f"(v[ph][1]), "f"(v[ph][2]), "f"(v[ph][3]),
-              "r"(int((g >> 2) == u)) : "memory");
-#else
         __stcs(reinterpret_cast<float4*>(base + ph * a.y_so),
                make_float4(v[ph][0], v[ph][1], v[ph][2], v[ph][3]));
-#endif
       }
     }
-#endif
   }
 }
 
@@ -139,72 +122,14 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 // consecutive pixels (a float4), and a warp holds 16 consecutive float4s (rows r) of each of
 // the 32 filters: lane (g, t) rows g and g + 8 of filters 4t.. and 16 + 4t... Lanes t and t ^ 1
 // swap halves (shfl.xor 1) so that each keeps one row, r = 16 wq + g + 8 (t & 1), of both
-// lanes' filters: then every store instruction writes 2 filters x 256 contiguous bytes (16
-// lanes on one filter's 16 rows) where the lanes' own float4s wrote 4 x 128 bytes (1.5x NHWC's
-// time, notes round 35).
+// lanes' filters: 16 lanes then hold one filter's 16 rows, 256 contiguous bytes, where the
+// lanes' own float4s wrote 4 x 128 bytes (1.5x NHWC's time, notes round 35). Each store
+// instruction writes one filter plane, the lanes t < 2 or t >= 2 (tz_store_if): the memory
+// system takes a warp's 256 bytes in one plane faster than 2 x 256 in two planes, although
+// that is twice the instructions (b32 28^2 K5 NCHW 0.94x, b32 112^2 0.97x, round 40).
 __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __restrict__ y,
                                                 const TzArgs& a, int s, int fb, int wq, int g,
                                                 int t) {
-#if defined(TZ_PL_NOX)
-  // probe: no lane exchange; each lane stores its own float4s, 8 lanes g x 128 bytes of 4
-  // filters per instruction. TZ_PL_NOX == 1: rows g and g + 8 of a filter (its 256 bytes) in
-  // consecutive instructions; 2: all rows g first (round 35's order)
-  int n0, oy0, c0, n1, oy1, c1;
-  const bool ok0 = tz_pixel(a, s * kSeg + 4 * (16 * wq + g), n0, oy0, c0);
-  const bool ok1 = tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8), n1, oy1, c1);
-  float* row0 = y + n0 * a.y_sn + oy0 * a.y_sh + c0;
-  float* row1 = y + n1 * a.y_sn + oy1 * a.y_sh + c1;
-#if TZ_PL_NOX == 1
-#pragma unroll
-  for (int q = 0; q < 2; ++q) {
-    float v0[4][4], v1[4][4];
-    tz_gather(d, 0, q, v0);
-    tz_gather(d, 1, q, v1);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int f = (fb * 32 + 16 * q + 4 * t + i) * a.y_so;
-      if (ok0) __stcs(reinterpret_cast<float4*>(row0 + f), make_float4(v0[0][i], v0[1][i], v0[2][i], v0[3][i]));
-      if (ok1) __stcs(reinterpret_cast<float4*>(row1 + f), make_float4(v1[0][i], v1[1][i], v1[2][i], v1[3][i]));
-    }
-  }
-#elif TZ_PL_NOX == 3
-  // each instruction one filter's 128 bytes (the 8 lanes g of one t), rows g then g + 8
-#pragma unroll
-  for (int q = 0; q < 2; ++q) {
-    float v[2][4][4];
-    tz_gather(d, 0, q, v[0]);
-    tz_gather(d, 1, q, v[1]);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int f = (fb * 32 + 16 * q + 4 * t + i) * a.y_so;
-#pragma unroll
-      for (int tt = 0; tt < 4; ++tt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          asm volatile(
-              "{ .reg .pred p; setp.ne.b32 p, %5, 0; @p st.global.cs.v4.f32 [%0], {%1, %2, %3, %4}; }\n"
-              ::"l"((h ? row1 : row0) + f), "f"(v[h][0][i]), "f"(v[h][1][i]), "f"(v[h][2][i]),
-              "f"(v[h][3][i]), "r"(int(t == tt && (h ? ok1 : ok0))) : "memory");
-    }
-  }
-#else
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (!(h ? ok1 : ok0)) continue;
-    float* row = h ? row1 : row0;
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      float v[4][4];
-      tz_gather(d, h, q, v);
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        __stcs(reinterpret_cast<float4*>(row + (fb * 32 + 16 * q + 4 * t + i) * a.y_so),
-               make_float4(v[0][i], v[1][i], v[2][i], v[3][i]));
-    }
-  }
-#endif
-  return;
-#endif
   const bool even = (t & 1) == 0;
   int n, oy, ox0;
   const bool ok = tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8 * (t & 1)), n, oy, ox0);
@@ -223,34 +148,12 @@ __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __r
         xe[ph] = even ? v0[ph][i] : recv;
         xo[ph] = even ? recv : v1[ph][i];
       }
-#if defined(TZ_PL_HALF)
-      // probe: each store instruction on one filter's 256 bytes (16 lanes), where the lanes'
-      // stores above cover two filters: twice the instructions, one filter plane each
-      {
-        float* fe = row + (fb * 32 + 16 * q + 4 * (t & ~1) + i) * a.y_so;
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {  // (xe, xo) x (lanes t < 2, t >= 2)
-          const float* xv = u < 2 ? xe : xo;
-          const bool on = ok && ((t >> 1) == (u & 1));
-          asm volatile(
-              "{ .reg .pred p; setp.ne.b32 p, %5, 0; @p st.global.cs.v4.f32 [%0], {%1, %2, %3, %4}; }\n"
-              ::"l"(fe + (u < 2 ? 0 : 4 * a.y_so)), "f"(xv[0]), "f"(xv[1]), "f"(xv[2]), "f"(xv[3]),
-              "r"(int(on)) : "memory");
-        }
-      }
-#else
-      if (ok) {
-        float* fe = row + (fb * 32 + 16 * q + 4 * (t & ~1) + i) * a.y_so;
-        __stcs(reinterpret_cast<float4*>(fe), make_float4(xe[0], xe[1], xe[2], xe[3]));
-        __stcs(reinterpret_cast<float4*>(fe + 4 * a.y_so), make_float4(xo[0], xo[1], xo[2], xo[3]));
-      }
-#endif
-#if defined(TZ_PL_SYNC)
-      // probe: the warpgroup's 4 warps in step, so that each filter's 1 KB of the segment (256
-      // bytes a warp) is written within a few instructions: a barrier after every i (1) or q (2)
-      if (TZ_PL_SYNC == 1 || i == 3)
-        asm volatile("bar.sync %0, 128;\n" ::"r"(4 + int(threadIdx.x >> 7)) : "memory");
-#endif
+      float* fe = row + (fb * 32 + 16 * q + 4 * (t & ~1) + i) * a.y_so;
+      // filters 16 q + i, 16 q + 8 + i (lanes t >= 2), then 4 further on (xo)
+      tz_store_if(fe, xe, ok && t < 2);
+      tz_store_if(fe, xe, ok && t >= 2);
+      tz_store_if(fe + 4 * a.y_so, xo, ok && t < 2);
+      tz_store_if(fe + 4 * a.y_so, xo, ok && t >= 2);
     }
   }
 }
@@ -599,14 +502,6 @@ cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes,
                         : single_channel_wgmma_kernel<KH, 3, true, false>)
             : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, false>
                         : single_channel_wgmma_kernel<KH, 3, false, false>));
-#if defined(TZ_NWG4)
-  // probe: four warpgroups (A from shared memory only: the RS instances need > 128 registers)
-  if (nwg == 4) {
-    if (rs) return cudaErrorInvalidValue;
-    kern = planes ? single_channel_wgmma_kernel<KH, 4, false, true>
-                  : single_channel_wgmma_kernel<KH, 4, false, false>;
-  }
-#endif
   cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               int(smem));
@@ -621,11 +516,7 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
   const int64_t* a = p.plan;
   const long long SPT = a[5], nwg = a[7] / 128;
   if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 3) ||
-      (a[7] != 256 && a[7] != 384
-#if defined(TZ_NWG4)
-       && a[7] != 512
-#endif
-       ) || SPT < nwg || SPT > 4096)
+      (a[7] != 256 && a[7] != 384) || SPT < nwg || SPT > 4096)
     return false;
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1 || p.M % 32 != 0)
     return false;

@@ -593,8 +593,6 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
         v.push_back({1, 6, 1, 1, 32, spt, 1, 256});
         v.push_back({1, 6, 1, 1, 32, spt, 3, 256});
         if (spt >= 3) v.push_back({1, 6, 1, 1, 32, spt, 1, 384});
-        if (spt >= 4 && std::getenv("SC_TZ_NWG4"))  // a build with -DTZ_NWG4: four warpgroups
-          v.push_back({1, 6, 1, 1, 32, spt, 1, 512});
         while (*q && *q != ',') ++q;
         if (*q == ',') ++q;
       }
