@@ -24,7 +24,7 @@
 //   CTA     = NWG warpgroups (plan[7] = 128 NWG threads), one 32-filter block (blockIdx.x %
 //             (M / 32): filter blocks fastest) and SPT consecutive segments (plan[5]);
 //             warpgroup w takes segments w, w + NWG, ...; plan[6] & 1: their wgmmas in turn
-//             (staggered: the first round; NHWC every round); plan[6] & 2: A from registers
+//             (staggered: every round); plan[6] & 2: A from registers
 //             (each lane loads its fragment of the unsplit band and splits it), so wgmma
 //             reads only B from shared memory (round 28).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
@@ -62,7 +62,7 @@ struct TzArgs {
   int SPT;      // segments per CTA
   int NB;       // band rows a CTA stages (at most)
   int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
-  int stagger;  // plan[6] & 1: warpgroups take turns at wgmma (NHWC every round, PLANES the first)
+  int stagger;  // plan[6] & 1: warpgroups take turns at wgmma, every round
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
   FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)
 };
@@ -397,10 +397,11 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   // Staggered order (a.stagger), a token ring of named barriers 1 + w: warpgroup w issues round
   // k's wgmmas once the warpgroup before it in the ring has finished its own, so the SM's first
   // stores start one segment's MMAs in instead of after every warpgroup's (notes round 26:
-  // 2-9%). NHWC keeps the order for every round, so that one warpgroup of the CTA multiplies
-  // while the other stores (round 38: b32 56^2 / 112^2 K5 3-4%); PLANES only for the first
-  // (every round: b1 512^2 K5 NCHW 1.03x slower).
-  const int rounds = PLANES ? 1 : (s1 - s0 + NWG - 1) / NWG;
+  // 2-9%). The order holds for every round, so that one warpgroup of the CTA multiplies while
+  // the other stores (round 38, NHWC: b32 56^2 / 112^2 K5 3-4%; round 40, PLANES once their
+  // stores wrote one plane per instruction: b1 512^2 / b32 56^2 K5 NCHW 0.97x / 0.96x, where
+  // with two planes per instruction it was 1.03x slower).
+  const int rounds = (s1 - s0 + NWG - 1) / NWG;
   // round k's turn: wait for it (warpgroup 0's first comes free), then pass it on (the ring's
   // last pass is not made)
   auto wait_turn = [&](int k) {
