@@ -1,3 +1,4 @@
+# Its flags live in sc-wgmma-store-probes.patch: run it on a checkout of 0952445 with that patch applied.
 # Round 40: one filter plane per store instruction, two ways (timing; correct kernels). A = the
 # tree as committed, B = -DTZ_PL_HALF (after the lane exchange, 16 lanes x 16 bytes of one
 # filter per instruction), C = -DTZ_PL_NOX=3 (no exchange: the 8 lanes g of one t, 128 bytes of

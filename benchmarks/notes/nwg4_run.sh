@@ -1,3 +1,4 @@
+# Its flags live in sc-wgmma-store-probes.patch: run it on a checkout of 0952445 with that patch applied.
 # Round 40: four warpgroups per CTA with the token ring (round 28 measured them before the ring
 # existed). One build with -DTZ_NWG4; the SPT sweep (SC_TZ_SPT) times (SPT, 1, 256), (SPT, 3,
 # 256), (SPT, 1, 384) and, with SC_TZ_NWG4, (SPT, 1, 512) of each layer, two passes; --check on

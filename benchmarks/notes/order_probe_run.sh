@@ -1,3 +1,4 @@
+# Its flags live in sc-wgmma-store-probes.patch: run it on a checkout of 0952445 with that patch applied.
 # Round 40: the order of the wgmma kernel's output stores (timing; every build is a correct
 # kernel). A = the tree as committed, B = -DTZ_PL_NOX=1 (NCHW: no lane exchange, each lane
 # stores rows g and g + 8 of one filter in consecutive instructions: a filter's 256 bytes

@@ -1,3 +1,4 @@
+# Its flags live in sc-wgmma-store-probes.patch: run it on a checkout of 0952445 with that patch applied.
 # Round 40: NCHW stores with the warpgroup's warps in step (timing; correct kernels). A = the
 # tree as committed, B = -DTZ_PL_SYNC=1 (a 128-thread barrier after every 2 store instructions),
 # C = -DTZ_PL_SYNC=2 (after every 8); --check on B. Carry .devbuild/plans-h200.txt.
