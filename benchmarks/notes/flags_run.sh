@@ -1,12 +1,19 @@
 # flags_run.sh [FLAGS_B [FLAGS_C ...]]: driver builds of the tree as it is, A without extra nvcc
-# flags and B, C, ... with each argument's; best launch per layer over two alternating passes
-# of the wgmma kernel's launches (CASES= to choose the layers), then --check on the builds
-# named in CHECK (e.g. CHECK="B D"). Carry .devbuild/plans-h200.txt.
+# flags (BASE_PATCH=P: A from a copy of the tree with the patch P, a diff of cuda/, reversed)
+# and B, C, ... with each argument's; best launch per layer over two alternating passes of the
+# wgmma kernel's launches (CASES= to choose the layers), then --check on the builds named in
+# CHECK (e.g. CHECK="B D"). Carry .devbuild/plans-h200.txt.
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
 builds=(A) && flags=("")
 for f in "$@"; do builds+=($(printf "\\x$(printf %x $((65 + ${#builds[@]})))")); flags+=("$f"); done
+if [ -n "${BASE_PATCH:-}" ]; then
+  rm -rf /tmp/head && mkdir /tmp/head && cp -r cuda tests benchmarks /tmp/head/ &&
+    (cd /tmp/head && git apply -R $OLDPWD/$BASE_PATCH)
+  (cd /tmp/head && bash benchmarks/notes/build_driver.sh /tmp/drvA > $OUT/bA.log 2>&1) &
+fi
 for k in "${!builds[@]}"; do
+  [ $k = 0 ] && [ -n "${BASE_PATCH:-}" ] && continue
   bash benchmarks/notes/build_driver.sh /tmp/drv${builds[$k]} ${flags[$k]} > $OUT/b${builds[$k]}.log 2>&1 &
 done
 wait
@@ -19,4 +26,4 @@ for pass in 1 2; do
 done > $OUT/ab.log 2>&1
 python3 benchmarks/notes/best_by_build.py $OUT/ab.log
 python3 benchmarks/notes/best_by_build.py $OUT/ab.log --per-launch > $OUT/ab-per-launch.txt
-for v in ${CHECK:-}; do /tmp/drv$v --check --plans .devbuild/plans-h200.txt > $OUT/check$v.log 2>&1; tail -1 $OUT/check$v.log; done
+for v in ${CHECK:-}; do /tmp/drv$v --check --plans .devbuild/plans-h200.txt > $OUT/check$v.log 2>&1; tail -3 $OUT/check$v.log; done
