@@ -1,4 +1,4 @@
-# Ran at eac1086 with the flag; since 6018536 the flag is gone and its behaviour is the default.
+# Ran at eac1086 with the flag; since 8772cdd the flag is gone and its behaviour is the default.
 # Round 40: with one plane per store instruction, (1) NCHW warpgroups in turn every round
 # (-DTZ_PL_RING, build B; A = the tree; --check on B) and (2) the SPT sweep of A on the NCHW K5
 # layers (SC_TZ_SPT). Carry .devbuild/plans-h200.txt.
