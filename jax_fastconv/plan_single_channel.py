@@ -124,10 +124,10 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, stagger + 2 RS, 128 NWG],
     SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma every round
     (stagger = 1, the launches offered) or not; RS = 1: A from registers instead (one unsplit band
-    copy; each lane loads and splits its own fragment, and wgmma reads only B from shared memory). Runs NHWC-like outputs (filters contiguous) and
-    NCHW-like ones whose rows are whole float4s (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1 swap
-    rows so that each store instruction writes one filter's 256 contiguous bytes), M % 32 == 0, KH
-    and KW <= 5.
+    copy; each lane loads and splits its own fragment, and wgmma reads only B from shared memory).
+    Runs NHWC-like outputs (filters contiguous) and NCHW-like ones whose rows are whole float4s
+    (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1 swap rows so that each store instruction writes
+    one filter's 256 contiguous bytes), M % 32 == 0, KH and KW <= 5.
     Not planned by a rule: `candidate_plans` offers TZ_GRIDS' launches to the autotuner (prototype,
     H200, graph timing: b32 56^2 K5 NHWC 29.6 us against 33.0 for the best FFMA launch, b1 1024^2
     K5 NHWC 37.4 against 45.6; the FFMA kernel stays ahead on b32 28^2 K5. NCHW, H200 driver, round
