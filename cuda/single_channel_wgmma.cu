@@ -26,7 +26,8 @@
 //             warpgroup w takes segments w, w + NWG, ...; plan[6] & 1: their wgmmas in turn
 //             (staggered: every round); plan[6] & 2: A from registers
 //             (each lane loads its fragment of the unsplit band and splits it), so wgmma
-//             reads only B from shared memory (round 28).
+//             reads only B from shared memory (round 28); plan[6] & 4 (plane outputs
+//             only): the aligned line (tz_line).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
 //             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
 //             per pixel where the output's filters are contiguous (NHWC), or (PLANES: NCHW and
@@ -65,6 +66,7 @@ struct TzArgs {
   int stagger;  // plan[6] & 1: warpgroups take turns at wgmma, every round
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
   FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)
+  int flat_pad;  // flat_in with the aligned line Ws == W + 4: a band row is x's and a zero float4
 };
 
 // Nonzero where v is non-finite or huge (|v| > 1e18: see the note at the top).
@@ -216,7 +218,7 @@ struct TzFilters {
 // for them, stages them and the rest. The CTA splits B between the two, while the band is on its
 // way from DRAM (round 37: the setup before the first MMA is ~2 us of an 11.6 us layer, half of
 // it waiting for the loads). store() returns nonzero where a value is non-finite or huge.
-template <int NT, bool RAW>
+template <int NT, bool RAW, bool PAD>  // PAD: launches of the aligned line (flat_pad)
 struct TzBand {
   static constexpr int U = 8;  // float4 loads in flight per thread and round (flat band)
   float4 v[U];
@@ -227,17 +229,25 @@ struct TzBand {
     long long g0, gend;
     int total;
     __device__ __forceinline__ Range(const TzArgs& a, int Rb, int nb)
-        : g0((long long)Rb * (a.Ws >> 2)), gend((long long)a.N * a.H * (a.Ws >> 2)),
+        : g0((long long)Rb * ((a.Ws >> 2) - (PAD ? a.flat_pad : 0))),  // x's row: W / 4 float4s
+          gend((long long)a.N * a.H * ((a.Ws >> 2) - (PAD ? a.flat_pad : 0))),
           total(nb * (a.Ws >> 2)) {}
   };
 
-  __device__ __forceinline__ void load_round(const float* __restrict__ x, long long g0,
-                                             long long gend, int total, int i0) {
+  __device__ __forceinline__ void load_round(const float* __restrict__ x, const TzArgs& a,
+                                             long long g0, long long gend, int total, int i0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int i = i0 + u * NT;
       v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
+      if constexpr (PAD) {  // band float4 i: row i / (Ws / 4), x's row and flat_pad zero float4s
+        const int row = tz_quot(4 * i, a.ws_div), c4 = i - row * (a.Ws >> 2),
+                  gi = i - a.flat_pad * row;
+        if (i < total && c4 < (a.Ws >> 2) - a.flat_pad && g0 + gi < gend)
+          v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + gi);
+      } else {
+        if (i < total && g0 + i < gend) v[u] = __ldg(reinterpret_cast<const float4*>(x) + g0 + i);
+      }
     }
   }
 
@@ -259,12 +269,13 @@ struct TzBand {
     return bad;
   }
 
-  // Flat: unpadded dense rows of W == Ws, so the tall stack is x itself and the band one range.
+  // Flat: unpadded dense rows of W == Ws (or W == Ws - 4, PAD), so the tall stack is x itself
+  // and the band one range.
   __device__ __forceinline__ void load(const float* __restrict__ x, const TzArgs& a, int Rb,
                                        int nb, int tid) {
     if (!a.flat_in) return;
     const Range f(a, Rb, nb);
-    load_round(x, f.g0, f.gend, f.total, tid);
+    load_round(x, a, f.g0, f.gend, f.total, tid);
   }
 
   __device__ __forceinline__ int store(const float* __restrict__ x, const TzArgs& a, float* ahi,
@@ -274,7 +285,7 @@ struct TzBand {
       const Range f(a, Rb, nb);
       bad |= store_round(ahi, alo, f.total, tid);
       for (int i0 = tid + NT * U; i0 < f.total; i0 += NT * U) {
-        load_round(x, f.g0, f.gend, f.total, i0);
+        load_round(x, a, f.g0, f.gend, f.total, i0);
         bad |= store_round(ahi, alo, f.total, i0);
       }
       return bad;
@@ -363,7 +374,7 @@ __device__ __forceinline__ void tz_mma_rs(float (&d)[64], const float* band, con
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 
-template <int KH, int NWG, bool RS, bool PLANES>
+template <int KH, int NWG, bool RS, bool PLANES, bool PAD = false>
 __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     single_channel_wgmma_kernel(const TzArgs a, const float* __restrict__ x,
                                 const float* __restrict__ w, float* __restrict__ y) {
@@ -383,7 +394,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   const int nb = min(a.NB, tz_quot(s1 * kSeg + 8, a.ws_div) - Rb + KH);
   const int tid = threadIdx.x;
   TzFilters<KH> filters;
-  TzBand<NT, RS> band;
+  TzBand<NT, RS, PAD> band;
   band.load(x, a, Rb, nb, tid);  // first: from DRAM, and its addresses cost little
   filters.load(w, a, fb, tid);
   int bad = filters.store(bhi, blo, tid);  // B split while the band's loads are in flight
@@ -443,7 +454,16 @@ bool tz_planes(const ConvParams& p) {
          p.y_sh >= 0 && p.y_sc % 4 == 0 && p.y_sn % 4 == 0 && p.y_sh % 4 == 0;
 }
 
-long long tz_line(const ConvParams& p) { return (p.OW + p.KW - 1 + 3) / 4 * 4; }
+// The band's line: OW + KW - 1 floats rounded up to 4; with plan[6] & 4 (plane outputs) further
+// to OW mod 8, so that a pixel's flat index in the tall stack and its address in the plane
+// agree mod 8 and every store run covers whole 32-byte sectors. Otherwise, for KW > 1, every
+// other row's runs start mid-sector, and the sector's halves come from different warps or
+// warpgroups (the H200 driver, notes round 41: b1 1024^2 K5 NCHW 0.91x, b32 112^2 0.95x, b1
+// 512^2 0.97x; the line's 4 more floats cost MMAs, so it is a launch the autotuner times).
+long long tz_line(const ConvParams& p) {
+  const long long t = (p.OW + p.KW - 1 + 3) / 4 * 4;
+  return (p.plan[6] & 4) && tz_planes(p) ? t + (t - p.OW) % 8 : t;
+}
 
 // Band rows a CTA of SPT segments stages at most (its segments' rows, the KH - 1 below, one
 // more for a segment that starts mid-row).
@@ -485,24 +505,28 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
   a.ws_div = FastDiv(uint32_t(a.Ws));
   a.hp_div = FastDiv(uint32_t(a.Hp));
   a.nfb_div = FastDiv(uint32_t(a.nfb));
-  a.flat_in = p.pad_top == 0 && p.pad_left == 0 && a.Hp == p.H && a.Ws == p.W &&
-              p.OW + p.KW - 1 == p.W && p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
+  a.flat_in = p.pad_top == 0 && p.pad_left == 0 && a.Hp == p.H &&
+              (a.Ws == p.W || ((p.plan[6] & 4) && a.Ws == p.W + 4)) && p.OW + p.KW - 1 == p.W &&
+              p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
+  a.flat_pad = a.flat_in && a.Ws == p.W + 4;
   return a;
 }
 
+template <int KH, bool PLANES, bool PAD>
+auto tz_kernel(int nwg, bool rs) {
+  return rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, PLANES, PAD>
+                        : single_channel_wgmma_kernel<KH, 3, true, PLANES, PAD>)
+            : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, PLANES, PAD>
+                        : single_channel_wgmma_kernel<KH, 3, false, PLANES, PAD>);
+}
+
 template <int KH>
-cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes,
+cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, bool aligned,
                       const DeviceInfo& dev, size_t smem, const float* x, const float* w, float* y,
                       cudaStream_t stream) {
-  auto kern = planes
-      ? (rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, true>
-                        : single_channel_wgmma_kernel<KH, 3, true, true>)
-            : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, true>
-                        : single_channel_wgmma_kernel<KH, 3, false, true>))
-      : (rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, false>
-                        : single_channel_wgmma_kernel<KH, 3, true, false>)
-            : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, false>
-                        : single_channel_wgmma_kernel<KH, 3, false, false>));
+  auto kern = planes ? (aligned ? tz_kernel<KH, true, true>(nwg, rs)
+                                : tz_kernel<KH, true, false>(nwg, rs))
+                     : tz_kernel<KH, false, false>(nwg, rs);
   cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               int(smem));
@@ -516,7 +540,7 @@ cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes,
 bool single_channel_wgmma_supported(const ConvParams& p) {
   const int64_t* a = p.plan;
   const long long SPT = a[5], nwg = a[7] / 128;
-  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 3) ||
+  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 7) ||
       (a[7] != 256 && a[7] != 384) || SPT < nwg || SPT > 4096)
     return false;
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1 || p.M % 32 != 0)
@@ -536,6 +560,7 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
         p.y_sh % 4 == 0 && p.y_sw % 4 == 0) &&
       !tz_planes(p))
     return false;
+  if ((a[6] & 4) && !tz_planes(p)) return false;  // the aligned line is for plane outputs
   // filter offsets in 32 bits (TzFilters::load), flat pixel indices of the tall stack in 32
   // bits, the CTAs in one grid dimension, and the CTA's shared memory
   if ((p.M - 1) * p.w_so + (p.KH - 1) * p.w_sh + (p.KW - 1) * p.w_sw >= (1LL << 31)) return false;
@@ -562,18 +587,18 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   if (err != cudaSuccess) return err;
   if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
   const TzArgs a = make_tz_args(p, x);
-  const bool rs = (p.plan[6] & 2) != 0, planes = tz_planes(p);
+  const bool rs = (p.plan[6] & 2) != 0, planes = tz_planes(p), aligned = (p.plan[6] & 4) != 0;
   const size_t smem = size_t(tz_shared_bytes(p, a.SPT, rs));
   // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
   // direct kernel, same answer
   if (!aligned16(y) || (long long)smem > dev.smem_optin) return launch_direct(p, x, w, y, stream);
   const int nwg = int(p.plan[7] / 128);
   switch (p.KH) {
-    case 1: return launch_kh<1>(a, nwg, rs, planes, dev, smem, x, w, y, stream);
-    case 2: return launch_kh<2>(a, nwg, rs, planes, dev, smem, x, w, y, stream);
-    case 3: return launch_kh<3>(a, nwg, rs, planes, dev, smem, x, w, y, stream);
-    case 4: return launch_kh<4>(a, nwg, rs, planes, dev, smem, x, w, y, stream);
-    default: return launch_kh<5>(a, nwg, rs, planes, dev, smem, x, w, y, stream);
+    case 1: return launch_kh<1>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
+    case 2: return launch_kh<2>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
+    case 3: return launch_kh<3>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
+    case 4: return launch_kh<4>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
+    default: return launch_kh<5>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
   }
 }
 

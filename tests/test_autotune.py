@@ -4,6 +4,7 @@ conv_general_dilated / explain() follow the choice on the GPU path (routed with 
 hardware and a stand-in choice, so it runs without a GPU)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -304,9 +305,10 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             assert K > 1 and M % 32 == 0 and c["division"] == 6
             assert lay == "NHWC" or ps.tz_planes(spec)   # planes: OW % 4 == 0 (tz_planes)
             rs = ", A from registers" if prefetch & 2 else ""
-            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs
-            assert "Toeplitz" in c.reason
-            assert (RB, T // 128, ps.tz_flags(prefetch)[1]) in ps.tz_launches(spec, hw) and MB == 32
+            al = ", the aligned line" if prefetch & 4 else ""
+            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs + al
+            assert "Toeplitz" in c.reason and (not al or (rs and ps.tz_planes(spec)))
+            assert (RB, T // 128) + ps.tz_flags(prefetch)[1:] in ps.tz_launches(spec, hw) and MB == 32
             assert prefetch & 1 and (not rs or T == 256)   # staggered; registers: 2 warpgroups
             assert c["tiles"] == ps.launch_of(spec, c)["tiles"] == c["blocks_used"]
             continue
@@ -346,7 +348,6 @@ def test_candidate_plans_offer_winograd_tiles_on_5x5_layers(N, H, M, K, lay):
 
 
 def _replace(plan, attrs):
-    import dataclasses
     return dataclasses.replace(plan, kernel_attrs=tuple(attrs))
 
 
@@ -419,20 +420,27 @@ def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
     spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
     tried = _offered_per_preset(spec, ps.is_tz, lambda a: a[1:])
     hw = PRESETS["h200"]
-    assert tried["h200"] == [ps.tz_attrs(s, n, 1, r) for s, n, r in ps.tz_launches(spec, hw)]
-    assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) and tried["h100"] == tried["h200"]
+    assert tried["h200"] == [ps.tz_attrs(s, n, 1, r, a) for s, n, r, a in ps.tz_launches(spec, hw)]
+    planes = lay == "NCHW"   # these NCHW layers' lines change with the alignment (OW % 8 == 4)
+    n_rs = sum(rs for _, _, rs in ps.TZ_GRIDS)
+    assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) + planes * n_rs
+    assert tried["h100"] == tried["h200"]
     assert any(a[5] & 2 for a in tried["h200"]) and any(not a[5] & 2 for a in tried["h200"])
+    assert any(a[5] & 4 for a in tried["h200"]) is planes   # the aligned line: planes only
+    assert all(a[5] & 2 for a in tried["h200"] if a[5] & 4)   # ... with A from registers
     assert tried["gtx1080ti"] == []
     assert ps.tz_supported(spec, PRESETS["gtx1080ti"]) == "no sm_90a (wgmma) on this device"
-    tiles = ps.tz_segments(spec) * (M // 32)
-    for spt, nwg, rs in ps.tz_launches(spec, hw):
-        assert spt >= nwg and ps.tz_shared_bytes(spec, spt, rs) <= ps.TZ_SHARED
+    for spt, nwg, rs, al in ps.tz_launches(spec, hw):
+        tiles = ps.tz_segments(spec, al) * (M // 32)
+        assert spt >= nwg and ps.tz_shared_bytes(spec, spt, rs, al) <= ps.TZ_SHARED
         for stagger, r in ((0, 0), (1, 0), (0, 1), (1, 1)):   # every start order, A either way
-            assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, stagger, r), hw) == []
-            assert ps.tz_flags(ps.tz_attrs(spt, nwg, stagger, r)[5]) == (stagger, r)
-        assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 4, 128 * nwg), hw) == ["wgmma launch"]
+            assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, stagger, r, al), hw) == []
+            assert ps.tz_flags(ps.tz_attrs(spt, nwg, stagger, r, al)[5]) == (stagger, r, al)
+        aligned = ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 1, rs, 1), hw)
+        assert aligned == ([] if planes else ["wgmma launch"])
+        assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 8, 128 * nwg), hw) == ["wgmma launch"]
         assert -(-tiles // spt) <= 4 * hw.sm_count or spt == nwg   # at most 4 CTAs per SM
-    spt, nwg, _ = ps.tz_launches(spec, hw)[0]
+    spt, nwg, _, _ = ps.tz_launches(spec, hw)[0]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 64, spt, 0, 128 * nwg), hw) == ["wgmma launch"]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 0, 512), hw) == ["wgmma launch"]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, 1, 0, 384), hw) == ["wgmma launch"]
@@ -474,6 +482,32 @@ def test_wgmma_geometry_matches_the_kernel():
     rows = -(-(12 * 256 + 8) // 56) + 5 + 1
     assert ps.tz_shared_bytes(spec, 12) == 4 * (5 * 2048 + 2 * rows * 56 + 256)
     assert ps.tz_shared_bytes(spec, 12, rs=1) == 4 * (5 * 2048 + rows * 56 + 256)  # one copy
+
+
+@pytest.mark.parametrize("N,H,W,KH,KW,lay,line,aligned", [
+    (1, 512, 512, 5, 5, "NCHW", 512, 516),     # OW 508: every other row's runs start mid-sector
+    (32, 28, 28, 5, 5, "NCHW", 28, 32),        # OW 24
+    (1, 64, 62, 3, 3, "NHWC", 64, 64),         # filters contiguous: no plane stores to align
+    (1, 64, 64, 5, 1, "NCHW", 64, 64),         # KW = 1: the line is OW already
+    (2, 30, 34, 3, 3, "NCHW", 36, 40)])        # OW 32, line 34 -> 36 -> 40
+def test_wgmma_aligned_line_matches_the_kernel(N, H, W, KH, KW, lay, line, aligned):
+    # the .cu file's tz_line: OW + KW - 1 rounded up to 4, with plan[6] & 4 (planes) further to
+    # OW mod 8; the segments, shared bytes and launch follow the line
+    spec = spec_from_logical(N, 1, H, W, 64, KH, KW, padding="VALID", layout=lay)
+    d, hw = spec.dims, PRESETS["h200"]
+    assert (ps.tz_line(spec), ps.tz_line(spec, 1)) == (line, aligned)
+    assert (aligned - d["OW"]) % 8 == 0 or not ps.tz_planes(spec)
+    assert ps.tz_segments(spec, 1) == -(-((N * H - KH + 1) * aligned) // 256)
+    rows = -(-(8 * 256 + 8) // aligned) + KH + 1
+    assert ps.tz_shared_bytes(spec, 8, 1, 1) == 4 * (KH * 2048 + rows * aligned + 256)
+    launches = ps.tz_launches(spec, hw)
+    assert any(al for *_, al in launches) is (aligned != line)
+    for spt, nwg, rs, al in launches:
+        attrs = (1,) + ps.tz_attrs(spt, nwg, 1, rs, al)
+        L = ps.launch_of(spec, dataclasses.replace(planner.make_plan(spec, hw),
+                                                 kernel_attrs=attrs))
+        assert L["SW"] == (aligned if al else line)
+        assert L["tiles"] == -(-ps.tz_segments(spec, al) // spt) * (64 // 32)
 
 
 def test_candidate_plans_leave_other_methods_alone():

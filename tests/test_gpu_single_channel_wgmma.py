@@ -79,15 +79,19 @@ RANDOM_PLANES = _random_layers(20, 9500, 9600, ("NCHW", "NHWC-OIHW-NCHW", "NCHW-
 
 def _tz_plans(cfg):
     """The layer's wgmma plans: the launches candidate_plans offers (staggered start; A from
-    shared memory and from registers), as plans of the layer, and the first of each kind with
-    its warpgroups starting together (plan[6] = 0 / 2)."""
+    shared memory and from registers; for plane outputs also with the aligned line), as plans
+    of the layer, and the first of each kind with its warpgroups starting together (plan[6] =
+    0 / 2 / 6)."""
     ex, plans = single_channel_candidates(cfg, ps.tz_supported, ps.is_tz, "the wgmma kernel")
-    assert len(plans) <= len(ps.TZ_GRIDS), ex.spec.describe()
+    aligned = ps.tz_line(ex.spec, 1) != ps.tz_line(ex.spec)
+    assert len(plans) <= len(ps.TZ_GRIDS) * (1 + aligned), ex.spec.describe()
     for p in plans:
-        rs = ", A from registers" if p.kernel_attrs[6] == 3 else ""
-        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs, p.quantities
-        assert p.kernel_attrs[6] in (1, 3)
-    firsts = [next(p for p in plans if p.kernel_attrs[6] == k) for k in (1, 3)]
+        rs = ", A from registers" if p.kernel_attrs[6] & 2 else ""
+        al = ", the aligned line" if p.kernel_attrs[6] & 4 else ""
+        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs + al, p.quantities
+        assert p.kernel_attrs[6] in ((1, 3, 7) if aligned else (1, 3))
+    kinds = (1, 3, 7) if any(p.kernel_attrs[6] == 7 for p in plans) else (1, 3)
+    firsts = [next(p for p in plans if p.kernel_attrs[6] == k) for k in kinds]
     together = [dataclasses.replace(p, kernel_attrs=p.kernel_attrs[:6] + (p.kernel_attrs[6] - 1,
                                                                           p.kernel_attrs[7]))
                 for p in firsts]

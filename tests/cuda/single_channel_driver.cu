@@ -22,6 +22,9 @@
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
 //   SC_YPAD=1: NCHW outputs with each filter's plane starting on a 32-byte boundary (timing);
 //                       SC_YPAD_EXTRA=e: e more floats per plane
+//   SC_YROW=1: NCHW output rows as long as the wgmma kernel's band line (timing: its store runs
+//                       in whole 32-byte sectors)
+//   SC_W_KW0=1: timed filters zero at every tap but kw = 0 (timing: what the values cost)
 //   SC_HOT_W=1: every timed launch reads the same filter buffer (the plan timer's way), not its
 //                       set's own
 //   SC_MMA=1|2|3 (with --plans F): also time the tensor-core kernel (division 5) on a few tiles
@@ -30,6 +33,7 @@
 //   SC_TZ=1|2 (with --plans F, a build with the wgmma kernel): also time its launches on the
 //                       cases it runs (NHWC, and NCHW of OW % 4 == 0); 2: only those;
 //                       SC_TZ_SPT=a,b,..: its launches of these segments per CTA instead
+//                       (SC_TZ_RS3=1: also with 3 warpgroups and A from registers)
 //   SC_CLOCK=1: while each timed graph replays, a one-thread kernel on another stream samples
 //                       the SM clock (%clock64 over %globaltimer, every ~2 us, at most 2^16
 //                       samples); a "[clock]" line before the case's line gives its median (the
@@ -82,6 +86,11 @@ __host__ __device__ inline float hval(uint32_t seed, uint64_t off) {
 __global__ void fill_kernel(float* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     p[i] = hval(seed, i);
+}
+// SC_W_KW0: every tap but kw = 0 zeroed (the filter element at index i has kw = i / w_sw % KW)
+__global__ void zero_kw_kernel(float* p, size_t n, long long w_sw, long long KW) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    if ((i / w_sw) % KW != 0) p[i] = 0.f;
 }
 __global__ void poison_kernel(float* p, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
@@ -160,6 +169,12 @@ static ConvParams make_params(const Case& c, Bufs* b) {
     const char* extra = std::getenv("SC_YPAD_EXTRA");
     p.y_sc = (OH * OW + 7) / 8 * 8 + (extra ? (atoll(extra) + 3) / 4 * 4 : 0);
     p.y_sn = p.y_sc * M; s = p.y_sn * N;
+  }
+  if (c.ylay == 0 && std::getenv("SC_YROW")) {  // NCHW rows of the wgmma band's line: a pixel's
+    // address and its flat index in the tall stack then agree mod 8 (whole 32-byte sectors per
+    // store run), at a larger footprint (the line's last columns are never written)
+    const long long line = (OW + c.KW - 1 + 3) / 4 * 4;
+    p.y_sh = line; p.y_sc = (OH * line + 7) / 8 * 8; p.y_sn = p.y_sc * M; s = p.y_sn * N;
   }
   b->y_elems = size_t(s);
   for (int i = 0; i < 8; ++i) p.plan[i] = c.plan[i];
@@ -375,6 +390,7 @@ struct TimeBufs {
     for (int r = 0; r < R; ++r) {
       CK(cudaMalloc(&xs[r], b.x_elems * 4)); CK(cudaMalloc(&ws[r], b.w_elems * 4)); CK(cudaMalloc(&ys[r], b.y_elems * 4));
       fill_kernel<<<1024, 256>>>(xs[r], b.x_elems, 1 + r); fill_kernel<<<64, 256>>>(ws[r], b.w_elems, 2);
+      if (std::getenv("SC_W_KW0")) zero_kw_kernel<<<64, 256>>>(ws[r], b.w_elems, p.w_sw, c.KW);
       poison_kernel<<<1024, 256>>>(ys[r], b.y_elems);
     }
     CK(cudaDeviceSynchronize());
@@ -593,6 +609,7 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
         v.push_back({1, 6, 1, 1, 32, spt, 1, 256});
         v.push_back({1, 6, 1, 1, 32, spt, 3, 256});
         if (spt >= 3) v.push_back({1, 6, 1, 1, 32, spt, 1, 384});
+        if (spt >= 3 && std::getenv("SC_TZ_RS3")) v.push_back({1, 6, 1, 1, 32, spt, 3, 384});
         while (*q && *q != ',') ++q;
         if (*q == ',') ++q;
       }
@@ -601,6 +618,16 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
         const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
                                        std::max(g[1], segs));
         v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2], 128 * g[1]});
+      }
+      if (c.ylay == 0) {  // plane outputs: the aligned line's launches (plan[6] & 4), A from registers
+        const long long la = line + (line - OW) % 8;
+        const long long sa = ((c.N * (OH + c.KH - 1) - c.KH + 1) * la + 255) / 256, ta = sa * (c.M / 32);
+        for (auto& g : grids) {
+          if (!g[2]) continue;
+          const long long spt = std::min(std::max(g[1], (ta + g[0] * 132 - 1) / (g[0] * 132)),
+                                         std::max(g[1], sa));
+          v.push_back({1, 6, 1, 1, 32, spt, 7, 128 * g[1]});
+        }
       }
     }
     if (atoi(std::getenv("SC_TZ")) >= 2) return v;  // wgmma plans only
@@ -830,7 +857,12 @@ int main(int argc, char** argv) {
     Case te = tc;
     te.ylay = 0; te.pr = 4; te.name = "small wgmma nchw 5x5 rs";
     Case tf = paper_case(3, 20, 64, 5, 0, p10); tf.name = "small wgmma nchw 5x5 flat";
-    for (auto* c : {&ta, &tb, &tc, &td, &te, &tf}) bad += !check_case(*c, rng, true).ok;
+    // both with the aligned line (plan[6] & 4): the padded band, and the flat copy with a zero
+    // float4 after each row
+    Case tg = te, th = tf;
+    tg.plan[6] = 7; tg.name += " aligned";
+    th.plan[6] = 5; th.name += " aligned";
+    for (auto* c : {&ta, &tb, &tc, &td, &te, &tf, &tg, &th}) bad += !check_case(*c, rng, true).ok;
 #endif
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
@@ -967,6 +999,18 @@ int main(int argc, char** argv) {
     });
     std::mt19937_64 rp(4242);
     for (int i = 0; i < 40; ++i) cases.push_back(random_wgmma_case(rp, i, true));
+    // the same kinds with the aligned line (plan[6] & 4): the paper's K5 layers, 40 random layers
+    add_paper_set("wgmma aligned", {0}, {5}, [](long long N, auto& mp, long long, long long* pl) {
+      const long long p[8] = {1, 6, 1, 1, 32, 8, 7, 256};
+      std::copy(p, p + 8, pl);
+      return !(N == 32 && mp[0] >= 512) && mp[0] % 4 == 0;
+    });
+    std::mt19937_64 ra(4343);
+    for (int i = 0; i < 40; ++i) {
+      Case c = random_wgmma_case(ra, i, true);
+      c.plan[6] |= 4; c.name += " aligned";
+      cases.push_back(c);
+    }
 #endif
     // many slabs of 128 filters: a one-wave grid shared by 24 slabs, and waves of 4-turn blocks
     Case sa = strided_same(4, 64, 3000, 7, 2, 0); sa.name = "strided 24 slabs nchw 7x7/2";
