@@ -62,7 +62,8 @@ struct TzArgs {
   int S;        // segments of the flat tall stack (tall row * Ws + column) through its last output
   int SPT;      // segments per CTA
   int NB;       // band rows a CTA stages (at most)
-  int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws, aligned)
+  int flat_in;  // the band is a flat copy of x (no padding, dense rows of W == Ws or, with the
+                // aligned line, W == Ws - 4: flat_pad; aligned)
   int stagger;  // plan[6] & 1: warpgroups take turns at wgmma, every round
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
   FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)

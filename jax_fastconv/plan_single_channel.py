@@ -122,10 +122,10 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     shared-memory A operand through a descriptor whose rows overlap (A[r][k] = band[4 r + k + kh
     Ws]), so no thread loads an operand element; B holds the 32 filters of a block at 4 pixel
     phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, stagger + 2 RS + 4 AL,
-    128 NWG],
-    SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma every round
-    (stagger = 1, the launches offered) or not; RS = 1: A from registers instead (one unsplit band
-    copy; each lane loads and splits its own fragment, and wgmma reads only B from shared memory).
+    128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma every
+    round (stagger = 1, the launches offered) or not; RS = 1: A from registers instead (one
+    unsplit band copy; each lane loads and splits its own fragment, and wgmma reads only B from
+    shared memory).
     Runs NHWC-like outputs (filters contiguous) and NCHW-like ones whose rows are whole float4s
     (`tz_planes`: OW % 4 == 0; lanes t and t ^ 1 swap rows so that each store instruction writes
     one filter's 256 contiguous bytes), M % 32 == 0, KH and KW <= 5. AL = 1 (plane outputs only):

@@ -599,8 +599,8 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
     // from registers or not), staggered
     const long long OH = c.H + c.pt + c.pb - c.KH + 1;
     const long long line = (OW + c.KW - 1 + 3) / 4 * 4;
-    const long long segs = ((c.N * (OH + c.KH - 1) - c.KH + 1) * line + 255) / 256;
-    const long long tiles = segs * (c.M / 32);
+    auto segments = [&](long long ln) { return ((c.N * (OH + c.KH - 1) - c.KH + 1) * ln + 255) / 256; };
+    const long long segs = segments(line);
     const long long grids[][3] = {{1, 2, 0}, {1, 2, 1}, {1, 3, 0}, {2, 2, 0},
                                   {2, 2, 1}, {2, 3, 0}, {4, 2, 0}};
     if (const char* list = std::getenv("SC_TZ_SPT")) {  // a sweep: these SPT, 3 launches each
@@ -614,19 +614,17 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
         if (*q == ',') ++q;
       }
     } else {
-      for (auto& g : grids) {  // (CTAs per SM, warpgroups, A from registers: plan[6] & 2)
-        const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
-                                       std::max(g[1], segs));
-        v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2], 128 * g[1]});
-      }
-      if (c.ylay == 0) {  // plane outputs: the aligned line's launches (plan[6] & 4), A from registers
-        const long long la = line + (line - OW) % 8;
-        const long long sa = ((c.N * (OH + c.KH - 1) - c.KH + 1) * la + 255) / 256, ta = sa * (c.M / 32);
+      // (CTAs per SM, warpgroups, A from registers: plan[6] & 2); for plane outputs whose line
+      // the alignment changes, the entries with A from registers again with the aligned line
+      // (plan[6] & 4)
+      const int aligns = c.ylay == 0 && (line - OW) % 8 ? 2 : 1;
+      for (int al = 0; al < aligns; ++al) {
+        const long long sg = segments(line + al * 4), tiles = sg * (c.M / 32);
         for (auto& g : grids) {
-          if (!g[2]) continue;
-          const long long spt = std::min(std::max(g[1], (ta + g[0] * 132 - 1) / (g[0] * 132)),
-                                         std::max(g[1], sa));
-          v.push_back({1, 6, 1, 1, 32, spt, 7, 128 * g[1]});
+          if (al && !g[2]) continue;
+          const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
+                                         std::max(g[1], sg));
+          v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2] + 4 * al, 128 * g[1]});
         }
       }
     }
