@@ -27,7 +27,9 @@
 //             (staggered: every round); plan[6] & 2: A from registers
 //             (each lane loads its fragment of the unsplit band and splits it), so wgmma
 //             reads only B from shared memory (round 28); plan[6] & 4 (plane outputs
-//             only): the aligned line (tz_line).
+//             only): the aligned line (tz_line); plan[6] & 8 (with A from registers): dense
+//             segments, of the output rows' groups of 4 pixels only, each lane loading its
+//             rows' fragments from their own band offsets (tz_place; round 42).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
 //             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
 //             per pixel where the output's filters are contiguous (NHWC), or (PLANES: NCHW and
@@ -68,7 +70,41 @@ struct TzArgs {
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
   FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)
   int flat_pad;  // flat_in with the aligned line Ws == W + 4: a band row is x's and a zero float4
+  int G, gpr;   // dense segments (plan[6] & 8): groups of 4 output pixels, gpr a row (tz_place)
+  FastDiv gpr_div, oh_div;  // by gpr, OH
 };
+
+// Pixel P of the segments -> image n, output row oy, column ox; false where it is no output.
+// Flat segments: P indexes the tall stack (tz_pixel). Dense segments (plan[6] & 8, A from
+// registers): P = 4 G + ph, G the G-th group of 4 pixels of the output rows in order (gpr = OW / 4
+// rounded up a row), so no MMA or store is spent on the stack's padding rows and columns.
+template <bool DENSE>
+__device__ __forceinline__ bool tz_place(const TzArgs& a, int P, int& n, int& oy, int& ox) {
+  if constexpr (DENSE) {
+    const int G = P >> 2, q = tz_quot(G, a.gpr_div);
+    n = tz_quot(q, a.oh_div);
+    oy = q - n * a.OH;
+    ox = 4 * (G - q * a.gpr) + (P & 3);
+    return n < a.N && ox < a.OW;
+  } else {
+    return tz_pixel(a, P, n, oy, ox);
+  }
+}
+
+// Dense segments: group G's tall row (image n's output row oy: n Hp + oy), its column gx in *gx.
+__device__ __forceinline__ int tz_group_row(const TzArgs& a, int G, int* gx) {
+  const int q = tz_quot(G, a.gpr_div);
+  *gx = G - q * a.gpr;
+  return q + tz_quot(q, a.oh_div) * (a.Hp - a.OH);
+}
+
+// Dense segments: group G's first band float (tall row - Rb, column 4 gx); 0 past the last group
+// (a segment's tail: computed, not stored).
+__device__ __forceinline__ int tz_group_offset(const TzArgs& a, int G, int Rb) {
+  int gx;
+  const int R = tz_group_row(a, G, &gx);
+  return G < a.G ? (R - Rb) * a.Ws + 4 * gx : 0;
+}
 
 // Nonzero where v is non-finite or huge (|v| > 1e18: see the note at the top).
 __device__ __forceinline__ int tz_bad(float v) { return !(fabsf(v) <= 1e18f); }
@@ -98,13 +134,14 @@ __device__ __forceinline__ void tz_store_if(float* p, const float (&v)[4], bool 
 
 // Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
 // (the prototype's LEAN path: a small unrolled body for the instruction cache, round 26).
+template <bool DENSE>
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
                                          const TzArgs& a, int s, int fb, int wq, int g, int t) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = 16 * wq + g + 8 * h;
     int n, oy, ox0;  // of the phase-0 pixel; its 4 share the row (Ws % 4 == 0)
-    if (!tz_pixel(a, s * kSeg + 4 * r, n, oy, ox0)) continue;
+    if (!tz_place<DENSE>(a, s * kSeg + 4 * r, n, oy, ox0)) continue;
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       float v[4][4];  // v[ph][i]: phase ph, filter fb * 32 + 16 q + 4 t + i
@@ -130,12 +167,13 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 // instruction writes one filter plane, the lanes t < 2 or t >= 2 (tz_store_if): the memory
 // system takes a warp's 256 bytes in one plane faster than 2 x 256 in two planes, although
 // that is twice the instructions (b32 28^2 K5 NCHW 0.94x, b32 112^2 0.97x, round 40).
+template <bool DENSE>
 __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __restrict__ y,
                                                 const TzArgs& a, int s, int fb, int wq, int g,
                                                 int t) {
   const bool even = (t & 1) == 0;
   int n, oy, ox0;
-  const bool ok = tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8 * (t & 1)), n, oy, ox0);
+  const bool ok = tz_place<DENSE>(a, s * kSeg + 4 * (16 * wq + g + 8 * (t & 1)), n, oy, ox0);
   float* row = y + n * a.y_sn + oy * a.y_sh + ox0;
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
@@ -326,6 +364,7 @@ struct TzBand {
 // The CTA's outputs (segments [s0, s1) of filter block fb) by direct float32 sums from global
 // memory: the path of a CTA whose band or filters hold a non-finite or huge value. Out of line,
 // so that the rare path does not crowd the instruction cache of the common one.
+template <bool DENSE>
 __device__ __noinline__ void tz_direct(const float* __restrict__ x, const float* __restrict__ w,
                                        float* __restrict__ y, const TzArgs a, int KH, int s0,
                                        int s1, int fb, int tid, int nt, bool planes) {
@@ -333,7 +372,7 @@ __device__ __noinline__ void tz_direct(const float* __restrict__ x, const float*
   for (long long i = tid; i < items; i += nt) {
     const int f = fb * 32 + int(i & 31);
     int n, oy, ox;
-    if (!tz_pixel(a, s0 * kSeg + int(i >> 5), n, oy, ox)) continue;
+    if (!tz_place<DENSE>(a, s0 * kSeg + int(i >> 5), n, oy, ox)) continue;
     float acc = 0.f;
     for (int kh = 0; kh < KH; ++kh) {
       const int yy = oy + kh - a.pt;
@@ -352,15 +391,16 @@ __device__ __noinline__ void tz_direct(const float* __restrict__ x, const float*
 // of the unsplit float32 band with ld.shared (rows 16 bytes apart: conflict-free) and splits it,
 // so wgmma reads only B from shared memory, 4 KB per product against 6 KB (round 26's probe:
 // streaming stores beside wgmma RS kept their rate, beside SS lost 10-20%). All KH fragments
-// stay live until the wait (146 registers at KH = 5: one CTA of 2 warpgroups per SM).
+// stay live until the wait (146 registers at KH = 5: one CTA of 2 warpgroups per SM). o0, o1: the
+// band offsets of the lane's rows g and g + 8 (flat segments: 4 rows r apart, o0 + 32).
 template <int KH>
 __device__ __forceinline__ void tz_mma_rs(float (&d)[64], const float* band, const float* bhi,
-                                          const float* blo, int ao, int Ws, int wq, int g, int t) {
+                                          const float* blo, int o0, int o1, int Ws, int t) {
   uint32_t ah[KH][4], al[KH][4];
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) {
-    const float* p = band + ao + kh * Ws + 4 * (16 * wq + g) + t;
-    const float v[4] = {p[0], p[32], p[4], p[36]};  // rows g, g + 8 at k = t, then k = t + 4
+    const float *p0 = band + o0 + kh * Ws + t, *p1 = band + o1 + kh * Ws + t;
+    const float v[4] = {p0[0], p1[0], p0[4], p1[4]};  // rows g, g + 8 at k = t, then k = t + 4
 #pragma unroll
     for (int i = 0; i < 4; ++i) split_tf32(v[i], ah[kh][i], al[kh][i]);
   }
@@ -375,7 +415,7 @@ __device__ __forceinline__ void tz_mma_rs(float (&d)[64], const float* band, con
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
 
-template <int KH, int NWG, bool RS, bool PLANES, bool PAD = false>
+template <int KH, int NWG, bool RS, bool PLANES, bool PAD = false, bool DENSE = false>
 __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     single_channel_wgmma_kernel(const TzArgs a, const float* __restrict__ x,
                                 const float* __restrict__ w, float* __restrict__ y) {
@@ -391,8 +431,15 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   // 56^2 K5 NHWC 29.0 -> 25.8 us, NCHW 33.0 -> 30.4; notes round 36).
   int fb;
   const int s0 = int(a.nfb_div.divmod(blockIdx.x, &fb)) * a.SPT, s1 = min(s0 + a.SPT, a.S);
-  const int Rb = tz_quot(s0 * kSeg, a.ws_div);                 // tall row of band row 0
-  const int nb = min(a.NB, tz_quot(s1 * kSeg + 8, a.ws_div) - Rb + KH);
+  int Rb, nb;  // tall row of band row 0, band rows
+  if constexpr (DENSE) {  // its groups' rows, KH - 1 below and one more (a last group's k = 7)
+    int gx;
+    Rb = tz_group_row(a, s0 * (kSeg / 4), &gx);
+    nb = min(a.NB, tz_group_row(a, min(s1 * (kSeg / 4), a.G) - 1, &gx) - Rb + KH + 1);
+  } else {
+    Rb = tz_quot(s0 * kSeg, a.ws_div);
+    nb = min(a.NB, tz_quot(s1 * kSeg + 8, a.ws_div) - Rb + KH);
+  }
   const int tid = threadIdx.x;
   TzFilters<KH> filters;
   TzBand<NT, RS, PAD> band;
@@ -402,7 +449,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   bad |= band.store(x, a, ahi, alo, Rb, nb, tid);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> wgmma reads
   if (__syncthreads_or(bad)) {
-    tz_direct(x, w, y, a, KH, s0, s1, fb, tid, NT, PLANES);
+    tz_direct<DENSE>(x, w, y, a, KH, s0, s1, fb, tid, NT, PLANES);
     return;
   }
   const int wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -428,16 +475,21 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     float d[64];
     const bool turn = a.stagger && k < rounds;
     if (turn) wait_turn(k);
-    if constexpr (RS)
-      tz_mma_rs<KH>(d, ahi, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws, wq, g, t);
-    else
+    if constexpr (DENSE) {
+      const int G = s * (kSeg / 4) + 16 * wq + g;
+      tz_mma_rs<KH>(d, ahi, bhi, blo, tz_group_offset(a, G, Rb), tz_group_offset(a, G + 8, Rb),
+                    a.Ws, t);
+    } else if constexpr (RS) {
+      const int o0 = s * kSeg - Rb * a.Ws + 4 * (16 * wq + g);
+      tz_mma_rs<KH>(d, ahi, bhi, blo, o0, o0 + 32, a.Ws, t);
+    } else
       tz_mma<KH>(d, ahi, alo, bhi, blo, s * kSeg - Rb * a.Ws, a.Ws);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (turn) pass_turn(k);
     if constexpr (PLANES)
-      tz_store_planes(d, y, a, s, fb, wq, g, t);
+      tz_store_planes<DENSE>(d, y, a, s, fb, wq, g, t);
     else
-      tz_store(d, y, a, s, fb, wq, g, t);
+      tz_store<DENSE>(d, y, a, s, fb, wq, g, t);
   }
   for (; a.stagger && k < rounds; ++k) {  // rounds without a segment here: pass the turn on
     wait_turn(k);
@@ -466,14 +518,27 @@ long long tz_line(const ConvParams& p) {
   return (p.plan[6] & 4) && tz_planes(p) ? t + (t - p.OW) % 8 : t;
 }
 
-// Band rows a CTA of SPT segments stages at most (its segments' rows, the KH - 1 below, one
-// more for a segment that starts mid-row).
+// Dense segments (plan[6] & 8; tz_place): groups of 4 output pixels in row order, a row's last
+// partial where OW % 4 != 0.
+bool tz_dense(const ConvParams& p) { return (p.plan[6] & 8) != 0; }
+long long tz_groups(const ConvParams& p) { return p.N * p.OH * ((p.OW + 3) / 4); }
+
+// Band rows a CTA of SPT segments stages at most. Flat: its segments' rows, the KH - 1 below,
+// one more for a segment that starts mid-row. Dense: the output rows its SPT x 64 groups span
+// (dq, a first row partial), KH - 1 padding rows for each image boundary crossed (dn), KH - 1
+// below and one more (a row's last group reads k up to 7).
 long long tz_band_rows(const ConvParams& p, long long SPT) {
+  if (tz_dense(p)) {
+    const long long gpr = (p.OW + 3) / 4, dq = (SPT * kSeg / 4 + gpr - 2) / gpr,
+                    dn = std::min<long long>((p.OH - 1 + dq) / p.OH, p.N - 1);
+    return dq + dn * (p.KH - 1) + p.KH + 1;
+  }
   const long long Ws = tz_line(p);
   return (SPT * kSeg + 8 + Ws - 1) / Ws + p.KH + 1;
 }
 
 long long tz_segments(const ConvParams& p) {
+  if (tz_dense(p)) return (tz_groups(p) + kSeg / 4 - 1) / (kSeg / 4);
   const long long flat = (p.N * (p.OH + p.KH - 1) - p.KH + 1) * tz_line(p);  // through the last output row
   return (flat + kSeg - 1) / kSeg;
 }
@@ -510,11 +575,18 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
               (a.Ws == p.W || ((p.plan[6] & 4) && a.Ws == p.W + 4)) && p.OW + p.KW - 1 == p.W &&
               p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
   a.flat_pad = a.flat_in && a.Ws == p.W + 4;
+  a.G = int(tz_groups(p));
+  a.gpr = int((p.OW + 3) / 4);
+  a.gpr_div = FastDiv(uint32_t(a.gpr));
+  a.oh_div = FastDiv(uint32_t(a.OH));
   return a;
 }
 
 template <int KH, bool PLANES, bool PAD>
-auto tz_kernel(int nwg, bool rs) {
+auto tz_kernel(int nwg, bool rs, bool dense) {
+  if (dense)  // A from registers only (the groups' rows are not 16 bytes apart)
+    return nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, PLANES, false, true>
+                    : single_channel_wgmma_kernel<KH, 3, true, PLANES, false, true>;
   return rs ? (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, true, PLANES, PAD>
                         : single_channel_wgmma_kernel<KH, 3, true, PLANES, PAD>)
             : (nwg == 2 ? single_channel_wgmma_kernel<KH, 2, false, PLANES, PAD>
@@ -522,12 +594,12 @@ auto tz_kernel(int nwg, bool rs) {
 }
 
 template <int KH>
-cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, bool aligned,
+cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, bool aligned, bool dense,
                       const DeviceInfo& dev, size_t smem, const float* x, const float* w, float* y,
                       cudaStream_t stream) {
-  auto kern = planes ? (aligned ? tz_kernel<KH, true, true>(nwg, rs)
-                                : tz_kernel<KH, true, false>(nwg, rs))
-                     : tz_kernel<KH, false, false>(nwg, rs);
+  auto kern = planes ? (aligned ? tz_kernel<KH, true, true>(nwg, rs, dense)
+                                : tz_kernel<KH, true, false>(nwg, rs, dense))
+                     : tz_kernel<KH, false, false>(nwg, rs, dense);
   cudaError_t err = raise_func_attribute_once(reinterpret_cast<const void*>(kern), dev.device,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               int(smem));
@@ -541,7 +613,7 @@ cudaError_t launch_kh(const TzArgs& a, int nwg, bool rs, bool planes, bool align
 bool single_channel_wgmma_supported(const ConvParams& p) {
   const int64_t* a = p.plan;
   const long long SPT = a[5], nwg = a[7] / 128;
-  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 7) ||
+  if (a[1] != 6 || a[2] != 1 || a[3] != 1 || a[4] != 32 || (a[6] < 0 || a[6] > 15) ||
       (a[7] != 256 && a[7] != 384) || SPT < nwg || SPT > 4096)
     return false;
   if (p.C != 1 || p.stride_h != 1 || p.stride_w != 1 || p.M % 32 != 0)
@@ -562,6 +634,7 @@ bool single_channel_wgmma_supported(const ConvParams& p) {
       !tz_planes(p))
     return false;
   if ((a[6] & 4) && !tz_planes(p)) return false;  // the aligned line is for plane outputs
+  if ((a[6] & 8) && (!(a[6] & 2) || (a[6] & 4))) return false;  // dense: A from registers, plain line
   // filter offsets in 32 bits (TzFilters::load), flat pixel indices of the tall stack in 32
   // bits, the CTAs in one grid dimension, and the CTA's shared memory
   if ((p.M - 1) * p.w_so + (p.KH - 1) * p.w_sh + (p.KW - 1) * p.w_sw >= (1LL << 31)) return false;
@@ -588,18 +661,19 @@ cudaError_t launch_single_channel_wgmma(const ConvParams& p, const float* x, con
   if (err != cudaSuccess) return err;
   if (dev.cc_major != 9) return cudaErrorInvalidDevice;  // an sm_90a kernel
   const TzArgs a = make_tz_args(p, x);
-  const bool rs = (p.plan[6] & 2) != 0, planes = tz_planes(p), aligned = (p.plan[6] & 4) != 0;
+  const bool rs = (p.plan[6] & 2) != 0, planes = tz_planes(p), aligned = (p.plan[6] & 4) != 0,
+             dense = tz_dense(p);
   const size_t smem = size_t(tz_shared_bytes(p, a.SPT, rs));
   // a y XLA never hands over (not 16-byte aligned) or an SM without the shared memory: the
   // direct kernel, same answer
   if (!aligned16(y) || (long long)smem > dev.smem_optin) return launch_direct(p, x, w, y, stream);
   const int nwg = int(p.plan[7] / 128);
   switch (p.KH) {
-    case 1: return launch_kh<1>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
-    case 2: return launch_kh<2>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
-    case 3: return launch_kh<3>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
-    case 4: return launch_kh<4>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
-    default: return launch_kh<5>(a, nwg, rs, planes, aligned, dev, smem, x, w, y, stream);
+    case 1: return launch_kh<1>(a, nwg, rs, planes, aligned, dense, dev, smem, x, w, y, stream);
+    case 2: return launch_kh<2>(a, nwg, rs, planes, aligned, dense, dev, smem, x, w, y, stream);
+    case 3: return launch_kh<3>(a, nwg, rs, planes, aligned, dense, dev, smem, x, w, y, stream);
+    case 4: return launch_kh<4>(a, nwg, rs, planes, aligned, dense, dev, smem, x, w, y, stream);
+    default: return launch_kh<5>(a, nwg, rs, planes, aligned, dense, dev, smem, x, w, y, stream);
   }
 }
 

@@ -121,8 +121,8 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     into one tall map, a CTA stages a flat band of it (hi / lo TF32 copies) and reads it as wgmma's
     shared-memory A operand through a descriptor whose rows overlap (A[r][k] = band[4 r + k + kh
     Ws]), so no thread loads an operand element; B holds the 32 filters of a block at 4 pixel
-    phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, stagger + 2 RS + 4 AL,
-    128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma every
+    phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, stagger + 2 RS + 4 AL +
+    8 DN, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma every
     round (stagger = 1, the launches offered) or not; RS = 1: A from registers instead (one
     unsplit band copy; each lane loads and splits its own fragment, and wgmma reads only B from
     shared memory).
@@ -132,7 +132,12 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     the aligned line, the band's line rounded further to OW mod 8 (`tz_line`), so that every
     store run covers whole 32-byte sectors; 4 more floats a line for KW > 1 (H200 driver, notes
     round 41: b1 1024^2 K5 NCHW 0.91x, b32 112^2 0.95x, b1 512^2 0.97x), offered beside the
-    plain launches with A from registers (`tz_launches`).
+    plain launches with A from registers (`tz_launches`). DN = 1 (with A from registers): dense
+    segments, of the output rows' groups of 4 pixels only, each lane loading its rows' fragments
+    from their own band offsets, so no MMA or store is spent on the stack's padding rows and
+    columns (b32 28^2 K5: 26% of the flat segments' pixels) and plane runs start where the
+    plane's 256-byte runs do (H200 driver, notes round 42: b32 28^2 K5 NCHW 0.92x, NHWC 0.93x,
+    b32 56^2 K5 NCHW 0.97x; 1.01-1.05x on the large NHWC maps), offered beside the others.
     Not planned by a rule: `candidate_plans` offers TZ_GRIDS' launches to the autotuner (prototype,
     H200, graph timing: b32 56^2 K5 NHWC 29.6 us against 33.0 for the best FFMA launch, b1 1024^2
     K5 NHWC 37.4 against 45.6; the FFMA kernel stays ahead on b32 28^2 K5. NCHW, H200 driver, round
@@ -411,16 +416,25 @@ def mma_tiles(spec, hw, count: int = MMA_TRIES) -> list[tuple[int, int]]:
     return [(MB, RB) for _, MB, RB in sorted(costs)[:count]]
 
 
-def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0, al: int = 0) -> tuple:
+def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0, al: int = 0, dn: int = 0) -> tuple:
     """The plan attributes of the wgmma kernel: SPT segments per CTA, NWG warpgroups, taking
     turns at wgmma (stagger = 1) or not, A from registers (rs = 1) or from shared
-    memory, the aligned line (al = 1) or not: plan[6] = stagger + 2 rs + 4 al."""
-    return (TZ_DIVISION, 1, 1, 32, SPT, stagger + 2 * rs + 4 * al, 128 * NWG)
+    memory, the aligned line (al = 1) or not, dense segments (dn = 1) or flat ones:
+    plan[6] = stagger + 2 rs + 4 al + 8 dn."""
+    return (TZ_DIVISION, 1, 1, 32, SPT, stagger + 2 * rs + 4 * al + 8 * dn, 128 * NWG)
 
 
-def tz_flags(bits: int) -> tuple[int, int, int]:
-    """(stagger, rs, al) of the wgmma kernel's plan[6]: tz_attrs' encoding read back."""
-    return bits & 1, (bits >> 1) & 1, (bits >> 2) & 1
+def tz_flags(bits: int) -> tuple[int, int, int, int]:
+    """(stagger, rs, al, dn) of the wgmma kernel's plan[6]: tz_attrs' encoding read back."""
+    return bits & 1, (bits >> 1) & 1, (bits >> 2) & 1, (bits >> 3) & 1
+
+
+def tz_mode(bits: int) -> str:
+    """What plan[6]'s bits add to the wgmma kernel's description (explain's mode, the candidate
+    plans' reasons)."""
+    _, rs, al, dn = tz_flags(bits)
+    return ((", A from registers" if rs else "") + (", the aligned line" if al else "")
+            + (", dense segments" if dn else ""))
 
 
 def tz_line(spec, al: int = 0) -> int:
@@ -430,21 +444,37 @@ def tz_line(spec, al: int = 0) -> int:
     return line + (line - spec.dims["OW"]) % 8 if al and tz_planes(spec) else line
 
 
-def tz_segments(spec, al: int = 0) -> int:
-    """256-pixel segments of the tall stack (N images of OH + KH - 1 rows of tz_line floats)
-    through its last output row."""
+def tz_segments(spec, al: int = 0, dn: int = 0) -> int:
+    """256-pixel segments: flat, of the tall stack (N images of OH + KH - 1 rows of tz_line
+    floats) through its last output row; dense (dn = 1), of the output rows' groups of 4
+    pixels (OW / 4 rounded up a row)."""
     d = spec.dims
+    if dn:
+        return _cdiv(d["N"] * d["OH"] * _cdiv(d["OW"], 4) * 4, TZ_SEGMENT)
     return _cdiv((d["N"] * (d["OH"] + d["KH"] - 1) - d["KH"] + 1) * tz_line(spec, al), TZ_SEGMENT)
 
 
-def tz_shared_bytes(spec, SPT: int, rs: int = 0, al: int = 0) -> int:
-    """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each), the band's hi / lo copies of
-    its rows (SPT segments' rows, the KH - 1 below, one more for a segment starting mid-row;
-    with A from registers, rs = 1: one unsplit copy) and TZ_SLACK floats of slack."""
+def tz_band_rows(spec, SPT: int, al: int = 0, dn: int = 0) -> int:
+    """Band rows a CTA of SPT segments stages at most (the .cu file's tz_band_rows). Flat: its
+    segments' rows, the KH - 1 below, one more for a segment starting mid-row. Dense: the
+    output rows its groups span, KH - 1 padding rows per image boundary crossed, KH - 1 below
+    and one more."""
     d = spec.dims
-    KH, line = d["KH"], tz_line(spec, al)
-    rows = _cdiv(SPT * TZ_SEGMENT + 8, line) + KH + 1
-    return 4 * (KH * 2048 + (1 if rs else 2) * rows * line + TZ_SLACK)
+    KH = d["KH"]
+    if dn:
+        gpr = _cdiv(d["OW"], 4)
+        dq = (SPT * TZ_SEGMENT // 4 + gpr - 2) // gpr
+        dn_ = min((d["OH"] - 1 + dq) // d["OH"], d["N"] - 1)
+        return dq + dn_ * (KH - 1) + KH + 1
+    return _cdiv(SPT * TZ_SEGMENT + 8, tz_line(spec, al)) + KH + 1
+
+
+def tz_shared_bytes(spec, SPT: int, rs: int = 0, al: int = 0, dn: int = 0) -> int:
+    """Shared bytes of a CTA: B hi / lo (KH x 1024 floats each), the band's hi / lo copies of
+    its rows (tz_band_rows; with A from registers, rs = 1: one unsplit copy) and TZ_SLACK floats
+    of slack."""
+    rows = tz_band_rows(spec, SPT, al, dn)
+    return 4 * (spec.dims["KH"] * 2048 + (1 if rs else 2) * rows * tz_line(spec, al) + TZ_SLACK)
 
 
 def tz_planes(spec) -> bool:
@@ -489,22 +519,25 @@ def tz_supported(spec, hw) -> str | None:
     return None
 
 
-def tz_launches(spec, hw) -> list[tuple[int, int, int, int]]:
-    """The (SPT, NWG, RS, AL) launches offered to the autotuner: per TZ_GRIDS entry, the fewest
-    segments per CTA that give at most that many CTAs per SM (and one segment per warpgroup),
-    distinct and within shared memory; for plane outputs whose line the alignment changes, the
-    entries with A from registers once more with the aligned line (AL = 1)."""
+def tz_launches(spec, hw) -> list[tuple[int, int, int, int, int]]:
+    """The (SPT, NWG, RS, AL, DN) launches offered to the autotuner: per TZ_GRIDS entry, the
+    fewest segments per CTA that give at most that many CTAs per SM (and one segment per
+    warpgroup), distinct and within shared memory; for plane outputs whose line the alignment
+    changes, the entries with A from registers once more with the aligned line (AL = 1); and
+    those entries once more with dense segments (DN = 1)."""
     out = []
-    for al in (0, 1) if tz_line(spec, 1) != tz_line(spec) else (0,):
-        segments = tz_segments(spec, al)
+    kinds = ((0, 0), (1, 0), (0, 1)) if tz_line(spec, 1) != tz_line(spec) else ((0, 0), (0, 1))
+    for al, dn in kinds:
+        segments = tz_segments(spec, al, dn)
         tiles = segments * (spec.dims["M"] // 32)
         for per_sm, nwg, rs in TZ_GRIDS:
-            if al and not rs:
+            if (al or dn) and not rs:
                 continue
             spt = max(nwg, _cdiv(tiles, per_sm * hw.sm_count))
             spt = min(spt, max(nwg, segments))
-            if (spt, nwg, rs, al) not in out and tz_shared_bytes(spec, spt, rs, al) <= TZ_SHARED:
-                out.append((spt, nwg, rs, al))
+            if ((spt, nwg, rs, al, dn) not in out
+                    and tz_shared_bytes(spec, spt, rs, al, dn) <= TZ_SHARED):
+                out.append((spt, nwg, rs, al, dn))
     return out
 
 
@@ -598,10 +631,11 @@ def launch_of(spec, plan) -> dict:
                     tiles=N * _cdiv(OH, RB) * _cdiv(M, MB), SW=_mma_line(spec),
                     shared=2 * (RB + KH - 1) * _mma_line(spec) * 4, grid_per_sm=BLOCKS_PER_SM)
     if division == TZ_DIVISION:   # flat segments of the tall stack (boxes: image x 32 filters)
-        _, rs, al = tz_flags(prefetch)
+        _, rs, al, dn = tz_flags(prefetch)
         return dict(division=TZ_DIVISION, RB=OH, CB=OW, MB=32, prefetch=prefetch, threads=T,
-                    tiles=_cdiv(tz_segments(spec, al), RB) * (M // 32), SW=tz_line(spec, al),
-                    shared=tz_shared_bytes(spec, RB, rs, al), grid_per_sm=0)
+                    tiles=_cdiv(tz_segments(spec, al, dn), RB) * (M // 32),
+                    SW=tz_line(spec, al), shared=tz_shared_bytes(spec, RB, rs, al, dn),
+                    grid_per_sm=0)
     CB = column_tile(RB, KH, KW, OW)
     tiles = N * _cdiv(OH, RB) * _cdiv(OW, CB) * _cdiv(M, MB)
     f45 = bool(prefetch & F45_FLAG)
@@ -636,12 +670,12 @@ def valid_attrs(spec, attrs, hw) -> list[str]:
               and _mma_tile_fits(spec, MB, RB))
         return [] if ok else ["tensor-core tile"]
     if division == TZ_DIVISION:
-        stagger, rs, al = tz_flags(prefetch)
-        ok = (T in (256, 384) and RB >= T // 128 and prefetch in range(8)
-              and (not al or tz_planes(spec))
-              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, stagger, rs, al)
+        stagger, rs, al, dn = tz_flags(prefetch)
+        ok = (T in (256, 384) and RB >= T // 128 and prefetch in range(16)
+              and (not al or tz_planes(spec)) and (not dn or (rs and not al))
+              and tuple(attrs[1:]) == tz_attrs(RB, T // 128, stagger, rs, al, dn)
               and tz_supported(spec, hw) is None
-              and tz_shared_bytes(spec, RB, rs, al) <= TZ_SHARED)
+              and tz_shared_bytes(spec, RB, rs, al, dn) <= TZ_SHARED)
         return [] if ok else ["wgmma launch"]
     bad = []
     if division not in (1, 2):
@@ -981,10 +1015,8 @@ def _with_attrs(spec, plan, attrs, why, rule=None):
             or ("prefetch" if L["prefetch"] else "volume"))
     if L.get("f45"):
         mode += ", row-Winograd F(4, 5) products"
-    if L["division"] == TZ_DIVISION and L["prefetch"] & 2:
-        mode += ", A from registers"
-    if L["division"] == TZ_DIVISION and L["prefetch"] & 4:
-        mode += ", the aligned line"
+    if L["division"] == TZ_DIVISION:
+        mode += tz_mode(L["prefetch"])
     new = {"division": L["division"], "mode": mode,
            "P": P, "Q": Q, "filters_per_block": MB, "rows_per_block": RB,
            "filters_per_piece": MB, "rows_per_piece": RB, "threads_per_block": T,
@@ -1033,13 +1065,11 @@ def candidate_plans(spec, hw, plan) -> list:
                                    f"tensor cores (3xTF32), MB {MB}, RB {RB}"))
 
     if tz_supported(spec, hw) is None:   # S11: the wgmma kernel's launches
-        for SPT, NWG, RS, AL in tz_launches(spec, hw):   # staggered: 0.97-1.0x the time together
-            out.append(_with_attrs(spec, plan,
-                                   (plan.kernel_attrs[0],) + tz_attrs(SPT, NWG, 1, RS, AL),
+        for SPT, NWG, RS, AL, DN in tz_launches(spec, hw):   # staggered: 0.97-1.0x together
+            attrs = tz_attrs(SPT, NWG, 1, RS, AL, DN)
+            out.append(_with_attrs(spec, plan, (plan.kernel_attrs[0],) + attrs,
                                    f"wgmma over a Toeplitz band (3xTF32), {SPT} segments per "
-                                   f"CTA, {NWG} warpgroups, staggered start"
-                                   + (", A from registers" if RS else "")
-                                   + (", the aligned line" if AL else "")))
+                                   f"CTA, {NWG} warpgroups, staggered start" + tz_mode(attrs[5])))
 
     def tile(division, mb, rb, prefetch, T):
         """A division 1 / 2 tile: MB from mb (None: the plan's), rounded to the register tile

@@ -306,8 +306,10 @@ def test_candidate_plans_are_valid_distinct_launches(N, H, M, K, lay, hw_name):
             assert lay == "NHWC" or ps.tz_planes(spec)   # planes: OW % 4 == 0 (tz_planes)
             rs = ", A from registers" if prefetch & 2 else ""
             al = ", the aligned line" if prefetch & 4 else ""
-            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs + al
-            assert "Toeplitz" in c.reason and (not al or (rs and ps.tz_planes(spec)))
+            dn = ", dense segments" if prefetch & 8 else ""
+            assert c["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs + al + dn
+            assert c.reason.endswith(rs + al + dn) and "Toeplitz" in c.reason
+            assert not al or (rs and ps.tz_planes(spec)) and not (al and dn) and (rs or not dn)
             assert (RB, T // 128) + ps.tz_flags(prefetch)[1:] in ps.tz_launches(spec, hw) and MB == 32
             assert prefetch & 1 and (not rs or T == 256)   # staggered; registers: 2 warpgroups
             assert c["tiles"] == ps.launch_of(spec, c)["tiles"] == c["blocks_used"]
@@ -420,27 +422,34 @@ def test_candidate_plans_offer_the_wgmma_kernel_on_hopper(N, H, M, K, lay):
     spec = spec_from_logical(N, 1, H, H, M, K, K, padding="VALID", layout=lay)
     tried = _offered_per_preset(spec, ps.is_tz, lambda a: a[1:])
     hw = PRESETS["h200"]
-    assert tried["h200"] == [ps.tz_attrs(s, n, 1, r, a) for s, n, r, a in ps.tz_launches(spec, hw)]
+    launches = ps.tz_launches(spec, hw)
+    assert tried["h200"] == [ps.tz_attrs(s, n, 1, r, a, d) for s, n, r, a, d in launches]
     planes = lay == "NCHW"   # these NCHW layers' lines change with the alignment (OW % 8 == 4)
     n_rs = sum(rs for _, _, rs in ps.TZ_GRIDS)
-    assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) + planes * n_rs
+    assert 2 <= len(tried["h200"]) <= len(ps.TZ_GRIDS) + (1 + planes) * n_rs
     assert tried["h100"] == tried["h200"]
     assert any(a[5] & 2 for a in tried["h200"]) and any(not a[5] & 2 for a in tried["h200"])
     assert any(a[5] & 4 for a in tried["h200"]) is planes   # the aligned line: planes only
-    assert all(a[5] & 2 for a in tried["h200"] if a[5] & 4)   # ... with A from registers
+    assert any(a[5] & 8 for a in tried["h200"])   # dense segments: either output
+    assert all(a[5] & 2 for a in tried["h200"] if a[5] & 12)   # ... both with A from registers
+    assert not any(a[5] & 12 == 12 for a in tried["h200"])   # ... and never together
     assert tried["gtx1080ti"] == []
     assert ps.tz_supported(spec, PRESETS["gtx1080ti"]) == "no sm_90a (wgmma) on this device"
-    for spt, nwg, rs, al in ps.tz_launches(spec, hw):
-        tiles = ps.tz_segments(spec, al) * (M // 32)
-        assert spt >= nwg and ps.tz_shared_bytes(spec, spt, rs, al) <= ps.TZ_SHARED
+    for spt, nwg, rs, al, dn in launches:
+        tiles = ps.tz_segments(spec, al, dn) * (M // 32)
+        assert spt >= nwg and ps.tz_shared_bytes(spec, spt, rs, al, dn) <= ps.TZ_SHARED
         for stagger, r in ((0, 0), (1, 0), (0, 1), (1, 1)):   # every start order, A either way
-            assert ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, stagger, r, al), hw) == []
-            assert ps.tz_flags(ps.tz_attrs(spt, nwg, stagger, r, al)[5]) == (stagger, r, al)
+            attrs = (1,) + ps.tz_attrs(spt, nwg, stagger, r, al, dn)
+            # dense segments need A from registers
+            assert ps.valid_attrs(spec, attrs, hw) == ([] if r or not dn else ["wgmma launch"])
+            assert ps.tz_flags(attrs[6]) == (stagger, r, al, dn)
         aligned = ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 1, rs, 1), hw)
-        assert aligned == ([] if planes else ["wgmma launch"])
-        assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 8, 128 * nwg), hw) == ["wgmma launch"]
+        assert aligned == ([] if planes and not dn else ["wgmma launch"]) or dn
+        both = ps.valid_attrs(spec, (1,) + ps.tz_attrs(spt, nwg, 1, 1, 1, 1), hw)
+        assert both == ["wgmma launch"]   # the aligned line with dense segments: not a launch
+        assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 16, 128 * nwg), hw) == ["wgmma launch"]
         assert -(-tiles // spt) <= 4 * hw.sm_count or spt == nwg   # at most 4 CTAs per SM
-    spt, nwg, _, _ = ps.tz_launches(spec, hw)[0]
+    spt, nwg, *_ = launches[0]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 64, spt, 0, 128 * nwg), hw) == ["wgmma launch"]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, spt, 0, 512), hw) == ["wgmma launch"]
     assert ps.valid_attrs(spec, (1, 6, 1, 1, 32, 1, 0, 384), hw) == ["wgmma launch"]
@@ -484,6 +493,38 @@ def test_wgmma_geometry_matches_the_kernel():
     assert ps.tz_shared_bytes(spec, 12, rs=1) == 4 * (5 * 2048 + rows * 56 + 256)  # one copy
 
 
+@pytest.mark.parametrize("N,H,W,KH,KW,lay", [
+    (32, 28, 28, 5, 5, "NCHW"), (32, 28, 28, 3, 3, "NHWC"), (1, 512, 512, 5, 5, "NCHW"),
+    (3, 17, 23, 2, 4, "NHWC"), (5, 9, 40, 5, 1, "NHWC"), (2, 6, 70, 3, 5, "NCHW")])
+def test_wgmma_dense_segments_match_the_kernel(N, H, W, KH, KW, lay):
+    # dense segments (plan[6] & 8): 64 groups of 4 output pixels each, a row's last group partial
+    # where OW % 4 != 0; every CTA's band (its groups' tall rows, KH - 1 per image boundary it
+    # crosses, KH below and one more) within tz_band_rows, walked group by group as the kernel
+    # places them (tz_group_row)
+    spec = spec_from_logical(N, 1, H, W, 64, KH, KW, padding="VALID", layout=lay)
+    d, hw = spec.dims, PRESETS["h200"]
+    OH, OW = d["OH"], d["OW"]
+    gpr = -(-OW // 4)
+    groups = N * OH * gpr
+    assert ps.tz_segments(spec, dn=1) == -(-groups // 64) <= ps.tz_segments(spec)
+    line = ps.tz_line(spec)
+    for spt in (2, 3, 8, 9):
+        nb_max = ps.tz_band_rows(spec, spt, dn=1)
+        for s0 in range(0, ps.tz_segments(spec, dn=1), spt):
+            mine = range(s0 * 64, min((s0 + spt) * 64, groups))
+            tall = [g // gpr + g // gpr // OH * (KH - 1) for g in mine]
+            # the last float a group reads: its tall row + KH - 1, its column 4 gx + 7
+            top = max((r + KH - 1 - tall[0]) * line + g % gpr * 4 + 7 for g, r in zip(mine, tall))
+            assert top < nb_max * line and max(tall) - tall[0] + KH + 1 <= nb_max
+        assert ps.tz_shared_bytes(spec, spt, 1, 0, 1) == 4 * (KH * 2048 + nb_max * line + 256)
+    dense = [la for la in ps.tz_launches(spec, hw) if la[4]]
+    assert dense and all(rs and not al for _, _, rs, al, _ in dense)
+    for spt, nwg, rs, al, dn in dense:
+        plan = dataclasses.replace(planner.make_plan(spec, hw),
+                                   kernel_attrs=(1,) + ps.tz_attrs(spt, nwg, 1, rs, al, dn))
+        assert ps.launch_of(spec, plan)["tiles"] == -(-ps.tz_segments(spec, dn=1) // spt) * 2
+
+
 @pytest.mark.parametrize("N,H,W,KH,KW,lay,line,aligned", [
     (1, 512, 512, 5, 5, "NCHW", 512, 516),     # OW 508: every other row's runs start mid-sector
     (32, 28, 28, 5, 5, "NCHW", 28, 32),        # OW 24
@@ -501,13 +542,13 @@ def test_wgmma_aligned_line_matches_the_kernel(N, H, W, KH, KW, lay, line, align
     rows = -(-(8 * 256 + 8) // aligned) + KH + 1
     assert ps.tz_shared_bytes(spec, 8, 1, 1) == 4 * (KH * 2048 + rows * aligned + 256)
     launches = ps.tz_launches(spec, hw)
-    assert any(al for *_, al in launches) is (aligned != line)
-    for spt, nwg, rs, al in launches:
-        attrs = (1,) + ps.tz_attrs(spt, nwg, 1, rs, al)
+    assert any(al for *_, al, _ in launches) is (aligned != line)
+    for spt, nwg, rs, al, dn in launches:
+        attrs = (1,) + ps.tz_attrs(spt, nwg, 1, rs, al, dn)
         L = ps.launch_of(spec, dataclasses.replace(planner.make_plan(spec, hw),
                                                  kernel_attrs=attrs))
         assert L["SW"] == (aligned if al else line)
-        assert L["tiles"] == -(-ps.tz_segments(spec, al) // spt) * (64 // 32)
+        assert L["tiles"] == -(-ps.tz_segments(spec, al, dn) // spt) * (64 // 32)
 
 
 def test_candidate_plans_leave_other_methods_alone():

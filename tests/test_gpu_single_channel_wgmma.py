@@ -1,9 +1,9 @@
 """GPU tests of the single-channel wgmma kernel (plan division 6, cuda/single_channel_wgmma.cu,
 plan_single_channel S11; sm_90a): float32 accuracy against lax HIGHEST on every launch the
-planner offers (A from shared memory and from registers; NHWC-like and NCHW-like outputs), same
-bits on repeated runs, float32 semantics for non-finite inputs (a CTA that stages an inf or NaN
-computes its outputs by direct float32 sums), vmap, and the autotuner's measured choice with the
-kernel among its candidates.
+planner offers (A from shared memory and from registers; flat and dense segments; NHWC-like and
+NCHW-like outputs), same bits on repeated runs, float32 semantics for non-finite inputs (a CTA
+that stages an inf or NaN computes its outputs by direct float32 sums), vmap, and the
+autotuner's measured choice with the kernel among its candidates.
 Marked `gpu`; skipped cleanly without a CUDA device, the CUDA extension, or a device and build
 with sm_90a.
 """
@@ -79,18 +79,17 @@ RANDOM_PLANES = _random_layers(20, 9500, 9600, ("NCHW", "NHWC-OIHW-NCHW", "NCHW-
 
 def _tz_plans(cfg):
     """The layer's wgmma plans: the launches candidate_plans offers (staggered start; A from
-    shared memory and from registers; for plane outputs also with the aligned line), as plans
-    of the layer, and the first of each kind with its warpgroups starting together (plan[6] =
-    0 / 2 / 6)."""
+    shared memory and from registers; for plane outputs also with the aligned line; dense
+    segments), as plans of the layer, and the first of each kind with its warpgroups starting
+    together (plan[6] = 0 / 2 / 6 / 10)."""
     ex, plans = single_channel_candidates(cfg, ps.tz_supported, ps.is_tz, "the wgmma kernel")
     aligned = ps.tz_line(ex.spec, 1) != ps.tz_line(ex.spec)
-    assert len(plans) <= len(ps.TZ_GRIDS) * (1 + aligned), ex.spec.describe()
+    assert len(plans) <= len(ps.TZ_GRIDS) * (2 + aligned), ex.spec.describe()
     for p in plans:
-        rs = ", A from registers" if p.kernel_attrs[6] & 2 else ""
-        al = ", the aligned line" if p.kernel_attrs[6] & 4 else ""
-        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)" + rs + al, p.quantities
-        assert p.kernel_attrs[6] in ((1, 3, 7) if aligned else (1, 3))
-    kinds = (1, 3, 7) if any(p.kernel_attrs[6] == 7 for p in plans) else (1, 3)
+        assert p["mode"] == "wgmma over a Toeplitz band (3xTF32)" + ps.tz_mode(p.kernel_attrs[6])
+        assert p.kernel_attrs[6] in ((1, 3, 7, 11) if aligned else (1, 3, 11))
+    kinds = [k for k in (1, 3, 7, 11) if any(p.kernel_attrs[6] == k for p in plans)]
+    assert 11 in kinds   # dense segments, offered on every layer the kernel runs
     firsts = [next(p for p in plans if p.kernel_attrs[6] == k) for k in kinds]
     together = [dataclasses.replace(p, kernel_attrs=p.kernel_attrs[:6] + (p.kernel_attrs[6] - 1,
                                                                           p.kernel_attrs[7]))
@@ -143,6 +142,7 @@ def test_autotune_measures_the_wgmma_kernel(monkeypatch, tmp_path):
     cfg = ConvConfig(32, 1, 256, 56, 56, 5, 5, (1, 1), "VALID", "NHWC", 9980)
     ex, timed = measured_plan_choice(cfg, monkeypatch, tmp_path)
     tz = [a for a in timed if ps.is_tz(a)]
-    assert 2 <= len(tz) <= len(ps.TZ_GRIDS), timed
+    n_rs = sum(rs for _, _, rs in ps.TZ_GRIDS)   # dense segments: the entries with A from registers
+    assert 2 <= len(tz) <= len(ps.TZ_GRIDS) + n_rs and any(a[6] & 8 for a in tz), timed
     assert all(us > 0 for _, us in ex.measured.plan_us)
     assert_chosen_plan_matches_lax(cfg, ex)

@@ -33,7 +33,8 @@
 //   SC_TZ=1|2 (with --plans F, a build with the wgmma kernel): also time its launches on the
 //                       cases it runs (NHWC, and NCHW of OW % 4 == 0); 2: only those;
 //                       SC_TZ_SPT=a,b,..: its launches of these segments per CTA instead
-//                       (SC_TZ_RS3=1: also with 3 warpgroups and A from registers)
+//                       (SC_TZ_RS3=1: also with 3 warpgroups and A from registers;
+//                       SC_TZ_DENSE=1: also with dense segments)
 //   SC_CLOCK=1: while each timed graph replays, a one-thread kernel on another stream samples
 //                       the SM clock (%clock64 over %globaltimer, every ~2 us, at most 2^16
 //                       samples); a "[clock]" line before the case's line gives its median (the
@@ -610,21 +611,24 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
         v.push_back({1, 6, 1, 1, 32, spt, 3, 256});
         if (spt >= 3) v.push_back({1, 6, 1, 1, 32, spt, 1, 384});
         if (spt >= 3 && std::getenv("SC_TZ_RS3")) v.push_back({1, 6, 1, 1, 32, spt, 3, 384});
+        if (std::getenv("SC_TZ_DENSE")) v.push_back({1, 6, 1, 1, 32, spt, 11, 256});
         while (*q && *q != ',') ++q;
         if (*q == ',') ++q;
       }
     } else {
       // (CTAs per SM, warpgroups, A from registers: plan[6] & 2); for plane outputs whose line
       // the alignment changes, the entries with A from registers again with the aligned line
-      // (plan[6] & 4)
+      // (plan[6] & 4); then those with dense segments (plan[6] & 8: al = 2 here)
       const int aligns = c.ylay == 0 && (line - OW) % 8 ? 2 : 1;
-      for (int al = 0; al < aligns; ++al) {
-        const long long sg = segments(line + al * 4), tiles = sg * (c.M / 32);
+      for (int al : {0, 1, 2}) {
+        if (al == 1 && aligns == 1) continue;
+        const long long sg = al == 2 ? (c.N * OH * ((OW + 3) / 4) + 63) / 64 : segments(line + al * 4),
+                        tiles = sg * (c.M / 32);
         for (auto& g : grids) {
           if (al && !g[2]) continue;
           const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
                                          std::max(g[1], sg));
-          v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2] + 4 * al, 128 * g[1]});
+          v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2] + (al == 2 ? 8 : 4 * al), 128 * g[1]});
         }
       }
     }
@@ -860,7 +864,13 @@ int main(int argc, char** argv) {
     Case tg = te, th = tf;
     tg.plan[6] = 7; tg.name += " aligned";
     th.plan[6] = 5; th.name += " aligned";
-    for (auto* c : {&ta, &tb, &tc, &td, &te, &tf, &tg, &th}) bad += !check_case(*c, rng, true).ok;
+    // dense segments (plan[6] & 8): the padded NHWC band (OW = 18, a partial last group), the
+    // padded NCHW band, the flat copy of the unpadded NCHW map
+    Case ti = tc, tj = te, tk = tf;
+    ti.plan[6] = 11; ti.name += " dense";
+    tj.plan[6] = 11; tj.name += " dense";
+    tk.plan[6] = 10; tk.name = "small wgmma nchw 5x5 flat dense";
+    for (auto* c : {&ta, &tb, &tc, &td, &te, &tf, &tg, &th, &ti, &tj, &tk}) bad += !check_case(*c, rng, true).ok;
 #endif
     printf("small: %s\n", bad ? "FAIL" : "all ok");
     return bad ? 1 : 0;
@@ -1007,6 +1017,21 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 40; ++i) {
       Case c = random_wgmma_case(ra, i, true);
       c.plan[6] |= 4; c.name += " aligned";
+      cases.push_back(c);
+    }
+    // dense segments (plan[6] & 8, A from registers): the paper's K3 / K5 layers in both
+    // layouts, 40 random layers of each kind of output (NHWC ones with OW % 4 != 0 among them)
+    auto dense_plan = [](long long N, auto& mp, long long, long long* pl) {
+      const long long p[8] = {1, 6, 1, 1, 32, 8, 11, 256};
+      std::copy(p, p + 8, pl);
+      return !(N == 32 && mp[0] >= 512);
+    };
+    add_paper_set("wgmma dense", {1}, {3, 5}, dense_plan);
+    add_paper_set("wgmma dense", {0}, {5}, dense_plan);  // NCHW: OW % 4 == 0
+    std::mt19937_64 rd(4444);
+    for (int i = 0; i < 80; ++i) {
+      Case c = random_wgmma_case(rd, i, i % 2 == 1);
+      c.plan[6] = (c.plan[6] & 1) | 10; c.name += " dense";
       cases.push_back(c);
     }
 #endif
