@@ -475,7 +475,7 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     float d[64];
     const bool turn = a.stagger && k < rounds;
     if (turn) wait_turn(k);
-    if constexpr (DENSE) {
+    if constexpr (DENSE) {  // (ptxas computes the offsets above the turn's barrier)
       const int G = s * (kSeg / 4) + 16 * wq + g;
       tz_mma_rs<KH>(d, ahi, bhi, blo, tz_group_offset(a, G, Rb), tz_group_offset(a, G + 8, Rb),
                     a.Ws, t);

@@ -612,6 +612,8 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
         if (spt >= 3) v.push_back({1, 6, 1, 1, 32, spt, 1, 384});
         if (spt >= 3 && std::getenv("SC_TZ_RS3")) v.push_back({1, 6, 1, 1, 32, spt, 3, 384});
         if (std::getenv("SC_TZ_DENSE")) v.push_back({1, 6, 1, 1, 32, spt, 11, 256});
+        if (spt >= 3 && std::getenv("SC_TZ_DENSE") && std::getenv("SC_TZ_RS3"))
+          v.push_back({1, 6, 1, 1, 32, spt, 11, 384});
         while (*q && *q != ',') ++q;
         if (*q == ',') ++q;
       }
