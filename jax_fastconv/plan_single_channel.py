@@ -122,8 +122,8 @@ S11. wgmma over a Toeplitz band (beyond the paper; Hopper's sm_90a only): the pa
     shared-memory A operand through a descriptor whose rows overlap (A[r][k] = band[4 r + k + kh
     Ws]), so no thread loads an operand element; B holds the 32 filters of a block at 4 pixel
     phases (cuda/single_channel_wgmma.cu). Division 6: [6, 1, 1, 32, SPT, stagger + 2 RS + 4 AL +
-    8 DN, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at wgmma every
-    round (stagger = 1, the launches offered) or not; RS = 1: A from registers instead (one
+    8 DN, 128 NWG], SPT segments of 256 flat pixels per CTA, NWG warpgroups taking turns at
+    wgmma every round (stagger = 1, the launches offered) or not; RS = 1: A from registers (one
     unsplit band copy; each lane loads and splits its own fragment, and wgmma reads only B from
     shared memory).
     Runs NHWC-like outputs (filters contiguous) and NCHW-like ones whose rows are whole float4s
@@ -416,7 +416,8 @@ def mma_tiles(spec, hw, count: int = MMA_TRIES) -> list[tuple[int, int]]:
     return [(MB, RB) for _, MB, RB in sorted(costs)[:count]]
 
 
-def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0, al: int = 0, dn: int = 0) -> tuple:
+def tz_attrs(SPT: int, NWG: int, stagger: int = 0, rs: int = 0, al: int = 0,
+             dn: int = 0) -> tuple:
     """The plan attributes of the wgmma kernel: SPT segments per CTA, NWG warpgroups, taking
     turns at wgmma (stagger = 1) or not, A from registers (rs = 1) or from shared
     memory, the aligned line (al = 1) or not, dense segments (dn = 1) or flat ones:
