@@ -620,17 +620,18 @@ static std::vector<std::vector<long long>> variants(const Case& c, int level) {
     } else {
       // (CTAs per SM, warpgroups, A from registers: plan[6] & 2); for plane outputs whose line
       // the alignment changes, the entries with A from registers again with the aligned line
-      // (plan[6] & 4); then those with dense segments (plan[6] & 8: al = 2 here)
-      const int aligns = c.ylay == 0 && (line - OW) % 8 ? 2 : 1;
-      for (int al : {0, 1, 2}) {
-        if (al == 1 && aligns == 1) continue;
-        const long long sg = al == 2 ? (c.N * OH * ((OW + 3) / 4) + 63) / 64 : segments(line + al * 4),
+      // (plan[6] & 4); then those with dense segments (plan[6] & 8)
+      const bool aligns = c.ylay == 0 && (line - OW) % 8;
+      for (long long kind : {0, 4, 8}) {
+        if (kind == 4 && !aligns) continue;
+        const long long sg = kind == 8 ? (c.N * OH * ((OW + 3) / 4) + 63) / 64
+                                       : segments(kind == 4 ? line + 4 : line),
                         tiles = sg * (c.M / 32);
         for (auto& g : grids) {
-          if (al && !g[2]) continue;
+          if (kind && !g[2]) continue;
           const long long spt = std::min(std::max(g[1], (tiles + g[0] * 132 - 1) / (g[0] * 132)),
                                          std::max(g[1], sg));
-          v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2] + (al == 2 ? 8 : 4 * al), 128 * g[1]});
+          v.push_back({1, 6, 1, 1, 32, spt, 1 + 2 * g[2] + kind, 128 * g[1]});
         }
       }
     }
