@@ -521,7 +521,8 @@ long long tz_line(const ConvParams& p) {
 // Dense segments (plan[6] & 8; tz_place): groups of 4 output pixels in row order, a row's last
 // partial where OW % 4 != 0.
 bool tz_dense(const ConvParams& p) { return (p.plan[6] & 8) != 0; }
-long long tz_groups(const ConvParams& p) { return p.N * p.OH * ((p.OW + 3) / 4); }
+long long tz_groups_per_row(const ConvParams& p) { return (p.OW + 3) / 4; }
+long long tz_groups(const ConvParams& p) { return p.N * p.OH * tz_groups_per_row(p); }
 
 // Band rows a CTA of SPT segments stages at most. Flat: its segments' rows, the KH - 1 below,
 // one more for a segment that starts mid-row. Dense: the output rows its SPT x 64 groups span
@@ -529,7 +530,7 @@ long long tz_groups(const ConvParams& p) { return p.N * p.OH * ((p.OW + 3) / 4);
 // below and one more (a row's last group reads k up to 7).
 long long tz_band_rows(const ConvParams& p, long long SPT) {
   if (tz_dense(p)) {
-    const long long gpr = (p.OW + 3) / 4, dq = (SPT * kSeg / 4 + gpr - 2) / gpr,
+    const long long gpr = tz_groups_per_row(p), dq = (SPT * kSeg / 4 + gpr - 2) / gpr,
                     dn = std::min<long long>((p.OH - 1 + dq) / p.OH, p.N - 1);
     return dq + dn * (p.KH - 1) + p.KH + 1;
   }
@@ -576,7 +577,7 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
               p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
   a.flat_pad = a.flat_in && a.Ws == p.W + 4;
   a.G = int(tz_groups(p));
-  a.gpr = int((p.OW + 3) / 4);
+  a.gpr = int(tz_groups_per_row(p));
   a.gpr_div = FastDiv(uint32_t(a.gpr));
   a.oh_div = FastDiv(uint32_t(a.OH));
   return a;
