@@ -29,7 +29,8 @@
 //             reads only B from shared memory (round 28); plan[6] & 4 (plane outputs
 //             only): the aligned line (tz_line); plan[6] & 8 (with A from registers): dense
 //             segments, of the output rows' groups of 4 pixels only, each lane loading its
-//             rows' fragments from their own band offsets (tz_place; round 42).
+//             rows' fragments from their own band offsets (TzGroup, round 42; decoded
+//             once per segment for both the offsets and the stores, round 43).
 //   lane    (g, t) of warp wq holds rows r = 16 wq + g + 8 h and filters 4t.. / 16 + 4t.. of
 //             each phase (b_filter's column order), so it stores one 16-byte run of 4 filters
 //             per pixel where the output's filters are contiguous (NHWC), or (PLANES: NCHW and
@@ -70,40 +71,70 @@ struct TzArgs {
   int nfb;      // 32-filter blocks (M / 32), the fastest-varying part of blockIdx.x
   FastDiv ws_div, hp_div, nfb_div;  // by Ws, Hp, nfb (tz_pixel and the CTA's place)
   int flat_pad;  // flat_in with the aligned line Ws == W + 4: a band row is x's and a zero float4
-  int G, gpr;   // dense segments (plan[6] & 8): groups of 4 output pixels, gpr a row (tz_place)
+  int G, gpr;   // dense segments (plan[6] & 8): groups of 4 output pixels, gpr a row (TzGroup)
   FastDiv gpr_div, oh_div;  // by gpr, OH
 };
 
+// Dense segments (plan[6] & 8, A from registers): group G of the output rows' groups of 4 pixels
+// in order (gpr = OW / 4 rounded up a row, a row's last group partial where OW % 4 != 0), so no
+// MMA or store is spent on the tall stack's padding rows and columns. Decoded once per segment
+// and row: the lane's band offsets and its stores both read it (two FastDivs).
+struct TzGroup {
+  int G, q, gx, n;  // G = q gpr + gx; q = n OH + oy, the output row of the batch; image n
+  __device__ __forceinline__ TzGroup(const TzArgs& a, int G_) : G(G_), q(tz_quot(G_, a.gpr_div)) {
+    gx = G - q * a.gpr;
+    n = tz_quot(q, a.oh_div);
+  }
+  __device__ __forceinline__ int tall_row(const TzArgs& a) const { return q + n * (a.Hp - a.OH); }
+  // The group's first band float (tall row - Rb, column 4 gx); 0 past the last group (a
+  // segment's tail: computed, not stored).
+  __device__ __forceinline__ int offset(const TzArgs& a, int Rb) const {
+    return G < a.G ? (tall_row(a) - Rb) * a.Ws + 4 * gx : 0;
+  }
+  // Its phase-0 pixel: image n, output row oy, column ox; false past the last group.
+  __device__ __forceinline__ bool place(const TzArgs& a, int& n_, int& oy, int& ox) const {
+    n_ = n;
+    oy = q - n * a.OH;
+    ox = 4 * gx;
+    return n < a.N;
+  }
+};
+
 // Pixel P of the segments -> image n, output row oy, column ox; false where it is no output.
-// Flat segments: P indexes the tall stack (tz_pixel). Dense segments (plan[6] & 8, A from
-// registers): P = 4 G + ph, G the G-th group of 4 pixels of the output rows in order (gpr = OW / 4
-// rounded up a row), so no MMA or store is spent on the stack's padding rows and columns.
+// Flat segments: P indexes the tall stack (tz_pixel); dense: P = 4 G + ph (TzGroup).
 template <bool DENSE>
 __device__ __forceinline__ bool tz_place(const TzArgs& a, int P, int& n, int& oy, int& ox) {
   if constexpr (DENSE) {
-    const int G = P >> 2, q = tz_quot(G, a.gpr_div);
-    n = tz_quot(q, a.oh_div);
-    oy = q - n * a.OH;
-    ox = 4 * (G - q * a.gpr) + (P & 3);
-    return n < a.N && ox < a.OW;
+    const bool ok = TzGroup(a, P >> 2).place(a, n, oy, ox);
+    ox += P & 3;
+    return ok && ox < a.OW;
   } else {
     return tz_pixel(a, P, n, oy, ox);
   }
 }
 
-// Dense segments: group G's tall row (image n's output row oy: n Hp + oy), its column gx in *gx.
-__device__ __forceinline__ int tz_group_row(const TzArgs& a, int G, int* gx) {
-  const int q = tz_quot(G, a.gpr_div);
-  *gx = G - q * a.gpr;
-  return q + tz_quot(q, a.oh_div) * (a.Hp - a.OH);
-}
-
-// Dense segments: group G's first band float (tall row - Rb, column 4 gx); 0 past the last group
-// (a segment's tail: computed, not stored).
-__device__ __forceinline__ int tz_group_offset(const TzArgs& a, int G, int Rb) {
-  int gx;
-  const int R = tz_group_row(a, G, &gx);
-  return G < a.G ? (R - Rb) * a.Ws + 4 * gx : 0;
+// The phase-0 pixels of a lane's rows r = 16 wq + g + 8 h (h = 0, 1) of segment s: from the
+// tall stack (flat), or from the groups the band offsets were decoded from (dense).
+struct TzFlatRows {
+  int s, wq, g;
+  __device__ __forceinline__ bool place(const TzArgs& a, int h, int& n, int& oy, int& ox) const {
+    return tz_pixel(a, s * kSeg + 4 * (16 * wq + g + 8 * h), n, oy, ox);
+  }
+};
+struct TzDenseRows {
+  TzGroup r0, r1;
+  __device__ __forceinline__ bool place(const TzArgs& a, int h, int& n, int& oy, int& ox) const {
+    return (h ? r1 : r0).place(a, n, oy, ox);
+  }
+};
+template <bool DENSE>
+__device__ __forceinline__ auto tz_rows(const TzArgs& a, int s, int wq, int g) {
+  if constexpr (DENSE) {
+    const int G = s * (kSeg / 4) + 16 * wq + g;
+    return TzDenseRows{TzGroup(a, G), TzGroup(a, G + 8)};
+  } else {
+    return TzFlatRows{s, wq, g};
+  }
 }
 
 // Nonzero where v is non-finite or huge (|v| > 1e18: see the note at the top).
@@ -134,14 +165,13 @@ __device__ __forceinline__ void tz_store_if(float* p, const float (&v)[4], bool 
 
 // Segment s's outputs from the accumulators: a 16-byte streaming store per pixel and 4 filters
 // (the prototype's LEAN path: a small unrolled body for the instruction cache, round 26).
-template <bool DENSE>
+template <typename Rows>  // TzFlatRows or TzDenseRows
 __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict__ y,
-                                         const TzArgs& a, int s, int fb, int wq, int g, int t) {
+                                         const TzArgs& a, const Rows& rows, int fb, int t) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int r = 16 * wq + g + 8 * h;
     int n, oy, ox0;  // of the phase-0 pixel; its 4 share the row (Ws % 4 == 0)
-    if (!tz_place<DENSE>(a, s * kSeg + 4 * r, n, oy, ox0)) continue;
+    if (!rows.place(a, h, n, oy, ox0)) continue;
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       float v[4][4];  // v[ph][i]: phase ph, filter fb * 32 + 16 q + 4 t + i
@@ -167,13 +197,13 @@ __device__ __forceinline__ void tz_store(const float (&d)[64], float* __restrict
 // instruction writes one filter plane, the lanes t < 2 or t >= 2 (tz_store_if): the memory
 // system takes a warp's 256 bytes in one plane faster than 2 x 256 in two planes, although
 // that is twice the instructions (b32 28^2 K5 NCHW 0.94x, b32 112^2 0.97x, round 40).
-template <bool DENSE>
+template <typename Rows>
 __device__ __forceinline__ void tz_store_planes(const float (&d)[64], float* __restrict__ y,
-                                                const TzArgs& a, int s, int fb, int wq, int g,
+                                                const TzArgs& a, const Rows& rows, int fb,
                                                 int t) {
   const bool even = (t & 1) == 0;
   int n, oy, ox0;
-  const bool ok = tz_place<DENSE>(a, s * kSeg + 4 * (16 * wq + g + 8 * (t & 1)), n, oy, ox0);
+  const bool ok = rows.place(a, t & 1, n, oy, ox0);
   float* row = y + n * a.y_sn + oy * a.y_sh + ox0;
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
@@ -433,9 +463,8 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   const int s0 = int(a.nfb_div.divmod(blockIdx.x, &fb)) * a.SPT, s1 = min(s0 + a.SPT, a.S);
   int Rb, nb;  // tall row of band row 0, band rows
   if constexpr (DENSE) {  // its groups' rows, KH - 1 below and one more (a last group's k = 7)
-    int gx;
-    Rb = tz_group_row(a, s0 * (kSeg / 4), &gx);
-    nb = min(a.NB, tz_group_row(a, min(s1 * (kSeg / 4), a.G) - 1, &gx) - Rb + KH + 1);
+    Rb = TzGroup(a, s0 * (kSeg / 4)).tall_row(a);
+    nb = min(a.NB, TzGroup(a, min(s1 * (kSeg / 4), a.G) - 1).tall_row(a) - Rb + KH + 1);
   } else {
     Rb = tz_quot(s0 * kSeg, a.ws_div);
     nb = min(a.NB, tz_quot(s1 * kSeg + 8, a.ws_div) - Rb + KH);
@@ -475,11 +504,10 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     float d[64];
     const bool turn = a.stagger && k < rounds;
     if (turn) wait_turn(k);
-    if constexpr (DENSE) {  // (ptxas computes the offsets above the turn's barrier)
-      const int G = s * (kSeg / 4) + 16 * wq + g;
-      tz_mma_rs<KH>(d, ahi, bhi, blo, tz_group_offset(a, G, Rb), tz_group_offset(a, G + 8, Rb),
-                    a.Ws, t);
-    } else if constexpr (RS) {
+    const auto rows = tz_rows<DENSE>(a, s, wq, g);
+    if constexpr (DENSE)  // (ptxas computes the offsets above the turn's barrier)
+      tz_mma_rs<KH>(d, ahi, bhi, blo, rows.r0.offset(a, Rb), rows.r1.offset(a, Rb), a.Ws, t);
+    else if constexpr (RS) {
       const int o0 = s * kSeg - Rb * a.Ws + 4 * (16 * wq + g);
       tz_mma_rs<KH>(d, ahi, bhi, blo, o0, o0 + 32, a.Ws, t);
     } else
@@ -487,9 +515,9 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     if (turn) pass_turn(k);
     if constexpr (PLANES)
-      tz_store_planes<DENSE>(d, y, a, s, fb, wq, g, t);
+      tz_store_planes(d, y, a, rows, fb, t);
     else
-      tz_store<DENSE>(d, y, a, s, fb, wq, g, t);
+      tz_store(d, y, a, rows, fb, t);
   }
   for (; a.stagger && k < rounds; ++k) {  // rounds without a segment here: pass the turn on
     wait_turn(k);
@@ -518,7 +546,7 @@ long long tz_line(const ConvParams& p) {
   return (p.plan[6] & 4) && tz_planes(p) ? t + (t - p.OW) % 8 : t;
 }
 
-// Dense segments (plan[6] & 8; tz_place): groups of 4 output pixels in row order, a row's last
+// Dense segments (plan[6] & 8; TzGroup): groups of 4 output pixels in row order, a row's last
 // partial where OW % 4 != 0.
 bool tz_dense(const ConvParams& p) { return (p.plan[6] & 8) != 0; }
 long long tz_groups_per_row(const ConvParams& p) { return (p.OW + 3) / 4; }
