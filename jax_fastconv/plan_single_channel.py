@@ -445,13 +445,19 @@ def tz_line(spec, al: int = 0) -> int:
     return line + (line - spec.dims["OW"]) % 8 if al and tz_planes(spec) else line
 
 
+def tz_groups_per_row(spec) -> int:
+    """Dense segments' groups of 4 output pixels per output row (the .cu file's
+    tz_groups_per_row): OW / 4 rounded up, a row's last group partial where OW % 4 != 0."""
+    return _cdiv(spec.dims["OW"], 4)
+
+
 def tz_segments(spec, al: int = 0, dn: int = 0) -> int:
     """256-pixel segments: flat, of the tall stack (N images of OH + KH - 1 rows of tz_line
     floats) through its last output row; dense (dn = 1), of the output rows' groups of 4
     pixels (OW / 4 rounded up a row)."""
     d = spec.dims
     if dn:
-        return _cdiv(d["N"] * d["OH"] * _cdiv(d["OW"], 4) * 4, TZ_SEGMENT)
+        return _cdiv(d["N"] * d["OH"] * tz_groups_per_row(spec) * 4, TZ_SEGMENT)
     return _cdiv((d["N"] * (d["OH"] + d["KH"] - 1) - d["KH"] + 1) * tz_line(spec, al), TZ_SEGMENT)
 
 
@@ -463,7 +469,7 @@ def tz_band_rows(spec, SPT: int, al: int = 0, dn: int = 0) -> int:
     d = spec.dims
     KH = d["KH"]
     if dn:
-        gpr = _cdiv(d["OW"], 4)
+        gpr = tz_groups_per_row(spec)
         dq = (SPT * TZ_SEGMENT // 4 + gpr - 2) // gpr
         dn_ = min((d["OH"] - 1 + dq) // d["OH"], d["N"] - 1)
         return dq + dn_ * (KH - 1) + KH + 1
