@@ -500,7 +500,7 @@ def test_wgmma_dense_segments_match_the_kernel(N, H, W, KH, KW, lay):
     # dense segments (plan[6] & 8): 64 groups of 4 output pixels each, a row's last group partial
     # where OW % 4 != 0; every CTA's band (its groups' tall rows, KH - 1 per image boundary it
     # crosses, KH below and one more) within tz_band_rows, walked group by group as the kernel
-    # places them (tz_group_row)
+    # places them (TzGroup::tall_row)
     spec = spec_from_logical(N, 1, H, W, 64, KH, KW, padding="VALID", layout=lay)
     d, hw = spec.dims, PRESETS["h200"]
     OH, OW = d["OH"], d["OW"]
