@@ -8,8 +8,9 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 builds=(A) && flags=("")
 for f in "$@"; do builds+=($(printf "\\x$(printf %x $((65 + ${#builds[@]})))")); flags+=("$f"); done
 if [ -n "${BASE_PATCH:-}" ]; then
+  bp=$(realpath "$BASE_PATCH")  # relative to the repository or absolute
   rm -rf /tmp/head && mkdir /tmp/head && cp -r cuda tests benchmarks /tmp/head/ &&
-    (cd /tmp/head && git apply -R $OLDPWD/$BASE_PATCH)
+    (cd /tmp/head && git apply -R "$bp")
   (cd /tmp/head && bash benchmarks/notes/build_driver.sh /tmp/drvA > $OUT/bA.log 2>&1) &
 fi
 for k in "${!builds[@]}"; do
