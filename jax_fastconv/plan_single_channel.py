@@ -637,7 +637,7 @@ def launch_of(spec, plan) -> dict:
         return dict(division=MMA_DIVISION, RB=RB, CB=OW, MB=MB, prefetch=1, threads=T,
                     tiles=N * _cdiv(OH, RB) * _cdiv(M, MB), SW=_mma_line(spec),
                     shared=2 * (RB + KH - 1) * _mma_line(spec) * 4, grid_per_sm=BLOCKS_PER_SM)
-    if division == TZ_DIVISION:   # flat segments of the tall stack (boxes: image x 32 filters)
+    if division == TZ_DIVISION:   # flat or dense segments (boxes: image x 32 filters)
         _, rs, al, dn = tz_flags(prefetch)
         return dict(division=TZ_DIVISION, RB=OH, CB=OW, MB=32, prefetch=prefetch, threads=T,
                     tiles=_cdiv(tz_segments(spec, al, dn), RB) * (M // 32),
