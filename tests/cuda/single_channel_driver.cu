@@ -20,6 +20,7 @@
 //                       paper's NHWC K3 / K5 layers and 80 random layers; NCHW outputs: the
 //                       paper's K5 layers of OW % 4 == 0 and 40 random layers)
 //   SC_CASES=a,b: time only the paper cases whose names contain one of these
+//   SC_SAME=1: time them with SAME padding (the planned launch and variants on the padded layer)
 //   SC_YPAD=1: NCHW outputs with each filter's plane starting on a 32-byte boundary (timing);
 //                       SC_YPAD_EXTRA=e: e more floats per plane
 //   SC_YROW=1: NCHW output rows as long as the wgmma kernel's band line (timing: its store runs
@@ -1073,6 +1074,10 @@ int main(int argc, char** argv) {
           if (b > a && c.name.find(list.substr(a, b - a)) != std::string::npos) hit = true;
         }
         if (!hit) continue;
+      }
+      if (std::getenv("SC_SAME")) {  // the layer with SAME padding instead (K odd)
+        c.pt = c.pb = c.pl = c.pr = (c.KH - 1) / 2;
+        c.name += "_SAME";  // one word: notes/best_by_build.py splits at spaces
       }
       TimeBufs tb; tb.init(c);
       Bufs bb; ConvParams pp = make_params(c, &bb);
