@@ -474,7 +474,8 @@ __global__ void __launch_bounds__(128 * NWG, NWG <= 2 && !RS ? 2 : 1)
   TzBand<NT, RS, PAD> band;
   // The filter loads first: OIHW rows scatter each warp load over 25 lines, and behind the
   // aligned band's address arithmetic they came late enough to hold up the setup (notes round
-  // 45: b1 512^2 K5 NCHW 12.00 -> 11.67 us on the H200's driver; NHWC unchanged).
+  // 45, H200: b1 512^2 K5 NCHW 0.97x in the driver, 12.04 -> 11.94 us in the bench; NHWC
+  // unchanged).
   filters.load(w, a, fb, tid);
   band.load(x, a, Rb, nb, tid);  // from DRAM: in flight while B is split
   int bad = filters.store(bhi, blo, tid);  // B split while the band's loads are in flight
