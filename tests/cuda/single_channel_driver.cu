@@ -1075,8 +1075,9 @@ int main(int argc, char** argv) {
         }
         if (!hit) continue;
       }
-      if (std::getenv("SC_SAME")) {  // the layer with SAME padding instead (K odd)
-        c.pt = c.pb = c.pl = c.pr = (c.KH - 1) / 2;
+      if (std::getenv("SC_SAME")) {  // the layer with SAME padding instead (KH, KW odd)
+        c.pt = c.pb = (c.KH - 1) / 2;
+        c.pl = c.pr = (c.KW - 1) / 2;
         c.name += "_SAME";  // one word: notes/best_by_build.py splits at spaces
       }
       TimeBufs tb; tb.init(c);
