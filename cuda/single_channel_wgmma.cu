@@ -359,99 +359,63 @@ struct TzBand {
       }
       return bad;
     }
-    // Padded or strided rows. Narrow rows (Ws <= 64: b32 28^2 / 56^2 SAME) take the batched
-    // walk, wide ones the row loop (session 59, SC_SAME driver: b32 28^2 K5 SAME 1.10x and
-    // 56^2 1.11x faster batched, b1 512^2 0.90-0.96x, b32 112^2 0.99x).
-    if (a.Ws <= 64) return bad | store_items(x, a, ahi, alo, Rb, nb, tid);
-    return bad | store_rows(x, a, ahi, alo, Rb, nb, tid);
+    // Padded or strided rows: RR rows x RU column steps of 32 in flight per lane, RU >= the
+    // row's J steps where it fits, so that a round trip to DRAM stages RR whole rows. (Session
+    // 59, SC_SAME driver, H200, against one row and 4 steps a round: b1 512^2 K5 NCHW 0.86x,
+    // b32 112^2 K5 0.97x; for J 5..8 one row a round beat two, b1 224^2 K5 0.96x against 1.00x.)
+    const int J = (a.Ws + 31) >> 5;
+    if (J <= 1) return bad | store_rows<16, 1>(x, a, ahi, alo, Rb, nb, tid);
+    if (J <= 2) return bad | store_rows<8, 2>(x, a, ahi, alo, Rb, nb, tid);
+    if (J <= 4) return bad | store_rows<4, 4>(x, a, ahi, alo, Rb, nb, tid);
+    if (J <= 8) return bad | store_rows<1, 8>(x, a, ahi, alo, Rb, nb, tid);
+    return bad | store_rows<1, 17>(x, a, ahi, alo, Rb, nb, tid);  // 17: a 512-wide SAME row
   }
 
-  // A warp per band row, 4 loads in flight per lane.
+  // Warp w stages band rows w, w + NW, ... RR at a time, lane l columns l, l + 32, ... RU at a
+  // time: every load of a round is issued before any is stored (b1 512^2 K5 NCHW SAME: 14.44 us
+  // with one row and 4 steps a round, 12.92 with 17 steps, 12.71 with no loads at all), and the
+  // row's arithmetic is done once per row.
+  template <int RR, int RU>
   __device__ __forceinline__ int store_rows(const float* __restrict__ x, const TzArgs& a,
                                             float* ahi, float* alo, int Rb, int nb,
                                             int tid) const {
+    constexpr int NW = NT / 32;
+    const int Wp = a.OW + a.KW - 1, lane = tid & 31;
     int bad = 0;
-    const int Wp = a.OW + a.KW - 1;
-    for (int rr = tid >> 5; rr < nb; rr += NT / 32) {
-      const int R = Rb + rr, n = R / a.Hp, yy = R - n * a.Hp - a.pt;
-      const bool rowok = n < a.N && yy >= 0 && yy < a.H;
-      const float* src = x + (rowok ? n * a.x_sn + yy * a.x_sh : 0);
-      for (int c0 = tid & 31; c0 < a.Ws; c0 += 128) {
-        float e[4];
+    for (int r0 = tid >> 5; r0 < nb; r0 += NW * RR) {
+      const float* src[RR];
+      bool ok[RR];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int c = c0 + 32 * u, xx = c - a.pl;
-          e[u] = (rowok && c < Wp && xx >= 0 && xx < a.W) ? __ldg(src + xx) : 0.f;
-        }
+      for (int i = 0; i < RR; ++i) {
+        const int R = Rb + r0 + i * NW, n = tz_quot(R, a.hp_div), yy = R - n * a.Hp - a.pt;
+        ok[i] = r0 + i * NW < nb && n < a.N && yy >= 0 && yy < a.H;
+        src[i] = x + (ok[i] ? n * a.x_sn + yy * a.x_sh : 0);
+      }
+      for (int c0 = lane; c0 < a.Ws; c0 += 32 * RU) {
+        float e[RR][RU];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int c = c0 + 32 * u;
-          if (c >= a.Ws) break;
-          bad |= tz_bad(e[u]);
-          if constexpr (RAW) {
-            ahi[rr * a.Ws + c] = e[u];
-          } else {
-            uint32_t h, l;
-            split_tf32(e[u], h, l);
-            ahi[rr * a.Ws + c] = __uint_as_float(h);
-            alo[rr * a.Ws + c] = __uint_as_float(l);
+        for (int i = 0; i < RR; ++i)
+#pragma unroll
+          for (int u = 0; u < RU; ++u) {
+            const int c = c0 + 32 * u, xx = c - a.pl;
+            e[i][u] = ok[i] && c < Wp && xx >= 0 && xx < a.W ? __ldg(src[i] + xx) : 0.f;
           }
-        }
-      }
-    }
-    return bad;
-  }
-
-  // Warp w stages band rows w, w + NW, ..., lane l columns l, l + 32, ...; KQ (row, column
-  // step) items per lane are loaded before any is stored (the row loop left a narrow row's
-  // loads waiting on the row before). The row's arithmetic is done once per row, where the
-  // warp moves on to it (a uniform branch).
-  __device__ __forceinline__ int store_items(const float* __restrict__ x, const TzArgs& a,
-                                             float* ahi, float* alo, int Rb, int nb,
-                                             int tid) const {
-    int bad = 0;
-    constexpr int NW = NT / 32, KQ = 16;
-    const int Wp = a.OW + a.KW - 1, warp = tid >> 5, lane = tid & 31, J = (a.Ws + 31) >> 5;
-    const int rows = (nb - warp + NW - 1) / NW;  // this warp's
-    int r = 0, j = 0, rr = warp, n, yy;
-    const float* src = x;
-    bool rowok = false;
-    auto to_row = [&]() {  // band row rr -> image n, input row yy, its first float
-      const int R = Rb + rr;
-      n = tz_quot(R, a.hp_div);
-      yy = R - n * a.Hp - a.pt;
-      rowok = n < a.N && yy >= 0 && yy < a.H;
-      src = x + (rowok ? n * a.x_sn + yy * a.x_sh : 0);
-    };
-    to_row();
-    while (r < rows) {
-      float e[KQ];
-      int at[KQ];  // the item's place in the band, or -1
 #pragma unroll
-      for (int k = 0; k < KQ; ++k) {
-        const int c = lane + 32 * j, xx = c - a.pl;
-        const bool in = r < rows && c < a.Ws;
-        at[k] = in ? rr * a.Ws + c : -1;
-        e[k] = in && rowok && c < Wp && xx >= 0 && xx < a.W ? __ldg(src + xx) : 0.f;
-        if (r < rows && ++j == J) {
-          j = 0;
-          ++r;
-          rr += NW;
-          to_row();
-        }
-      }
+        for (int i = 0; i < RR; ++i)
 #pragma unroll
-      for (int k = 0; k < KQ; ++k) {
-        if (at[k] < 0) continue;
-        bad |= tz_bad(e[k]);
-        if constexpr (RAW) {
-          ahi[at[k]] = e[k];
-        } else {
-          uint32_t h, l;
-          split_tf32(e[k], h, l);
-          ahi[at[k]] = __uint_as_float(h);
-          alo[at[k]] = __uint_as_float(l);
-        }
+          for (int u = 0; u < RU; ++u) {
+            const int rr = r0 + i * NW, c = c0 + 32 * u;
+            if (rr >= nb || c >= a.Ws) continue;
+            bad |= tz_bad(e[i][u]);
+            if constexpr (RAW) {
+              ahi[rr * a.Ws + c] = e[i][u];
+            } else {
+              uint32_t h, l;
+              split_tf32(e[i][u], h, l);
+              ahi[rr * a.Ws + c] = __uint_as_float(h);
+              alo[rr * a.Ws + c] = __uint_as_float(l);
+            }
+          }
       }
     }
     return bad;
