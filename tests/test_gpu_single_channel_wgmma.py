@@ -38,6 +38,11 @@ PAPER = ([ConvConfig(n, 1, m, h, h, k, k, (1, 1), "VALID", "NHWC", 9900 + 10 * h
           for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32)) for k in (3, 5)]
          + [ConvConfig(n, 1, m, h, h, 5, 5, (1, 1), "VALID", "NCHW", 9800 + h)
             for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32))])
+# their SAME twins (Flax's default padding): the padded band's staging, in float4s where a row
+# is at most 128 floats (28^2: 8 lanes a row, 112^2: 32) and in scalar rows where wider (256^2)
+PAPER_SAME = [ConvConfig(n, 1, m, h, h, 5, 5, (1, 1), "SAME", layout, 9700 + h + (layout == "NCHW"))
+              for n, h, m in ((1, 112, 128), (32, 28, 512), (2, 256, 32))
+              for layout in ("NHWC", "NCHW")]
 
 
 def _random_layers(count: int, seed: int, id0: int, layouts: tuple[str, str, str],
@@ -97,7 +102,7 @@ def _tz_plans(cfg):
     return ex, plans + together
 
 
-@pytest.mark.parametrize("cfg", PAPER + RANDOM + RANDOM_PLANES, ids=lambda c: c.id)
+@pytest.mark.parametrize("cfg", PAPER + PAPER_SAME + RANDOM + RANDOM_PLANES, ids=lambda c: c.id)
 def test_wgmma_launches_vs_lax(cfg):
     ex, plans = _tz_plans(cfg)
     # 3xTF32 sums differ from the FFMA kernel's in the last bits on a layer with several taps
