@@ -320,22 +320,38 @@ struct TzBand {
     }
   }
 
+  // Band float4 i (of A's hi / lo halves, or hi alone when RAW); non-zero if v holds a bad value
+  __device__ __forceinline__ static int put4(float* ahi, float* alo, int i, float4 v) {
+    const float e[4] = {v.x, v.y, v.z, v.w};
+    if constexpr (RAW) {
+      int bad = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) bad |= tz_bad(e[k]);
+      reinterpret_cast<float4*>(ahi)[i] = v;
+      return bad;
+    } else {
+      return tz_split4(e, ahi, alo, 4 * i);
+    }
+  }
+
   __device__ __forceinline__ int store_round(float* ahi, float* alo, int total, int i0) const {
     int bad = 0;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int i = i0 + u * NT;
       if (i >= total) break;
-      const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-      if constexpr (RAW) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) bad |= tz_bad(e[k]);
-        reinterpret_cast<float4*>(ahi)[i] = v[u];
-      } else {
-        bad |= tz_split4(e, ahi, alo, 4 * i);
-      }
+      bad |= put4(ahi, alo, i, v[u]);
     }
     return bad;
+  }
+
+  // Band row R's row of x in p; false for a padding row or one past the batch
+  __device__ __forceinline__ static bool x_row(const float* __restrict__ x, const TzArgs& a, int R,
+                                               const float*& p) {
+    const int n = tz_quot(R, a.hp_div), yy = R - n * a.Hp - a.pt;
+    const bool ok = n < a.N && yy >= 0 && yy < a.H;
+    p = x + (ok ? n * a.x_sn + yy * a.x_sh : 0);
+    return ok;
   }
 
   // Flat: unpadded dense rows of W == Ws (or W == Ws - 4, PAD), so the tall stack is x itself
@@ -365,8 +381,8 @@ struct TzBand {
     // float4s a lane, ran 1.01-1.05x slower there and keep the scalar path).
     if (a.Ws <= 128 && (reinterpret_cast<uintptr_t>(x) & 15) == 0 &&
         ((a.x_sn | a.x_sh | a.W) & 3) == 0 && a.pl >= 0)
-      return bad | store_rows4<4, 1>(x, a, ahi, alo, Rb, nb, tid,
-                                     a.Ws <= 32 ? 8 : a.Ws <= 64 ? 16 : 32);
+      return bad | store_rows4<4>(x, a, ahi, alo, Rb, nb, tid,
+                                  a.Ws <= 32 ? 8 : a.Ws <= 64 ? 16 : 32);
     // Otherwise RR rows x RU column steps of 32 in flight per lane, RU >= the row's J steps
     // where it fits, so that a round trip to DRAM stages RR whole rows (against one row and 4
     // steps a round: b1 512^2 K5 NCHW 0.86x, b32 112^2 K5 0.97x; for J 5..8 one row a round beat
@@ -379,82 +395,45 @@ struct TzBand {
     return bad | store_rows<1, 17>(x, a, ahi, alo, Rb, nb, tid);  // 17: a 512-wide SAME row
   }
 
-  // The same in float4s, where x's rows are whole float4s: L lanes (8, 16 or 32) a band row, so
-  // a warp takes 32 / L rows a step, RR steps x RU float4s of a row a round. Band float4 m holds
-  // x's columns 4 m - pl .. + 3: from x's float4s m - q and m - q - 1 (pl = 4 q + s), the latter
-  // the left lane's (shfl.up; a row's first lane takes the previous step's last lane's). Only
-  // RU = 1 with L >= Ws / 4 is launched (one round a row); RU > 1 is the measured wide form.
-  template <int RR, int RU>
+  // The same in float4s, where x's rows are whole float4s: L >= Ws / 4 lanes (8, 16 or 32) a
+  // band row, so a warp takes 32 / L rows a step, RR steps a round, a row's float4s in one load
+  // each. Band float4 m holds x's columns 4 m - pl .. + 3: from x's float4s m - q and m - q - 1
+  // (pl = 4 q + s), the latter the left lane's (shfl.up; zero for a row's first lane).
+  template <int RR>
   __device__ __forceinline__ int store_rows4(const float* __restrict__ x, const TzArgs& a,
                                              float* ahi, float* alo, int Rb, int nb, int tid,
                                              int L) const {
     constexpr int NW = NT / 32;
-    const int lane = tid & 31, P = 32 / L, sub = lane & (L - 1), last = lane | (L - 1);
-    const int W4 = a.W >> 2, Ws4 = a.Ws >> 2, q = a.pl >> 2, s = a.pl & 3,
+    const int lane = tid & 31, P = 32 / L, m = lane & (L - 1);
+    const int W4 = a.W >> 2, Ws4 = a.Ws >> 2, j = m - (a.pl >> 2), s = a.pl & 3,
               Wp = a.OW + a.KW - 1;
     int bad = 0;
     for (int r0 = tid >> 5; r0 < nb; r0 += NW * P * RR) {
-      const float4* src[RR];
-      bool ok[RR];
+      float4 f[RR];
       int rr[RR];
-      float cy[RR], cz[RR], cw[RR];  // the float4 left of the round's first: its y, z, w
 #pragma unroll
       for (int i = 0; i < RR; ++i) {
         rr[i] = r0 + NW * (i * P + lane / L);
-        const int R = Rb + rr[i], n = tz_quot(R, a.hp_div), yy = R - n * a.Hp - a.pt;
-        ok[i] = rr[i] < nb && n < a.N && yy >= 0 && yy < a.H;
-        src[i] = reinterpret_cast<const float4*>(x + (ok[i] ? n * a.x_sn + yy * a.x_sh : 0));
-        cy[i] = cz[i] = cw[i] = 0.f;
+        const float* src;
+        const bool ok = x_row(x, a, Rb + rr[i], src) && rr[i] < nb;
+        f[i] = ok && j >= 0 && j < W4 ? __ldg(reinterpret_cast<const float4*>(src) + j)
+                                      : make_float4(0.f, 0.f, 0.f, 0.f);
       }
-      for (int m0 = 0; m0 < Ws4; m0 += L * RU) {
-        float4 f[RR][RU];
 #pragma unroll
-        for (int i = 0; i < RR; ++i)
+      for (int i = 0; i < RR; ++i) {
+        float py = __shfl_up_sync(0xffffffffu, f[i].y, 1, L),
+              pz = __shfl_up_sync(0xffffffffu, f[i].z, 1, L),
+              pw = __shfl_up_sync(0xffffffffu, f[i].w, 1, L);
+        if (m == 0) py = pz = pw = 0.f;
+        const float v[8] = {0.f, py, pz, pw, f[i].x, f[i].y, f[i].z, f[i].w};
+        float e[4];
 #pragma unroll
-          for (int u = 0; u < RU; ++u) {
-            const int j = m0 + sub + L * u - q;
-            f[i][u] = ok[i] && j >= 0 && j < W4 ? __ldg(src[i] + j)
-                                                : make_float4(0.f, 0.f, 0.f, 0.f);
-          }
-#pragma unroll
-        for (int i = 0; i < RR; ++i)
-#pragma unroll
-          for (int u = 0; u < RU; ++u) {
-            float py = __shfl_up_sync(0xffffffffu, f[i][u].y, 1, L),
-                  pz = __shfl_up_sync(0xffffffffu, f[i][u].z, 1, L),
-                  pw = __shfl_up_sync(0xffffffffu, f[i][u].w, 1, L);
-            if (u > 0) {  // the row's previous float4 in the previous step's last lane
-              cy[i] = __shfl_sync(0xffffffffu, f[i][u - 1].y, last);
-              cz[i] = __shfl_sync(0xffffffffu, f[i][u - 1].z, last);
-              cw[i] = __shfl_sync(0xffffffffu, f[i][u - 1].w, last);
-            }
-            if (sub == 0) py = cy[i], pz = cz[i], pw = cw[i];
-            const float v[8] = {0.f, py, pz, pw, f[i][u].x, f[i][u].y, f[i][u].z, f[i][u].w};
-            const int m = m0 + sub + L * u;
-            float e[4];
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              const float t =
-                  s == 0 ? v[4 + k] : s == 1 ? v[3 + k] : s == 2 ? v[2 + k] : v[1 + k];
-              e[k] = 4 * m + k < Wp ? t : 0.f;
-            }
-            if (rr[i] < nb && m < Ws4) {
-              if constexpr (RAW) {
-#pragma unroll
-                for (int k = 0; k < 4; ++k) bad |= tz_bad(e[k]);
-                reinterpret_cast<float4*>(ahi)[rr[i] * Ws4 + m] =
-                    make_float4(e[0], e[1], e[2], e[3]);
-              } else {
-                bad |= tz_split4(e, ahi, alo, 4 * (rr[i] * Ws4 + m));
-              }
-            }
-          }
-#pragma unroll
-        for (int i = 0; i < RR; ++i) {  // the next round's left float4
-          cy[i] = __shfl_sync(0xffffffffu, f[i][RU - 1].y, last);
-          cz[i] = __shfl_sync(0xffffffffu, f[i][RU - 1].z, last);
-          cw[i] = __shfl_sync(0xffffffffu, f[i][RU - 1].w, last);
+        for (int k = 0; k < 4; ++k) {
+          const float t = s == 0 ? v[4 + k] : s == 1 ? v[3 + k] : s == 2 ? v[2 + k] : v[1 + k];
+          e[k] = 4 * m + k < Wp ? t : 0.f;
         }
+        if (rr[i] < nb && m < Ws4)
+          bad |= put4(ahi, alo, rr[i] * Ws4 + m, make_float4(e[0], e[1], e[2], e[3]));
       }
     }
     return bad;
@@ -476,9 +455,7 @@ struct TzBand {
       bool ok[RR];
 #pragma unroll
       for (int i = 0; i < RR; ++i) {
-        const int R = Rb + r0 + i * NW, n = tz_quot(R, a.hp_div), yy = R - n * a.Hp - a.pt;
-        ok[i] = r0 + i * NW < nb && n < a.N && yy >= 0 && yy < a.H;
-        src[i] = x + (ok[i] ? n * a.x_sn + yy * a.x_sh : 0);
+        ok[i] = x_row(x, a, Rb + r0 + i * NW, src[i]) && r0 + i * NW < nb;
       }
       for (int c0 = lane; c0 < a.Ws; c0 += 32 * RU) {
         float e[RR][RU];
