@@ -301,7 +301,11 @@ def test_no_gpu_main(tmp_path, capsys, monkeypatch):
         assert not list(tmp_path.glob("*.png"))
         assert d["meta"]["plot_note"] == "matplotlib not installed: no PNG"
     else:
-        assert list(tmp_path.glob("*.png")), "no PNG written"
+        pngs = list(tmp_path.glob("*.png"))
+        assert pngs, "no PNG written"
+        from PIL import Image
+        with Image.open(pngs[0]) as im:  # written as a palette PNG (bench_report)
+            assert im.mode == "P" and im.size[0] > 100 and im.size[1] > 100
     assert math.isfinite(d["meta"]["ceilings"]["gemm_flop_per_s"])
 
 
