@@ -7,24 +7,26 @@
 # ab-same.log). Carry .devbuild/plans-h200.txt.
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader
+letter() { printf "\\x$(printf %x $((65 + $1)))"; }  # build k's name: A, B, ...
+build_reversed() {  # build_reversed NAME PATCH: the driver of the tree with PATCH reversed
+  local d=/tmp/rev$1 p
+  p=$(realpath "$2") || return 1  # relative to the repository or absolute
+  rm -rf $d && mkdir $d && cp -r cuda tests benchmarks $d/ &&
+    (cd $d && git apply -R "$p" && bash benchmarks/notes/build_driver.sh /tmp/drv$1 > $OUT/b$1.log 2>&1)
+}
 builds=(A) && flags=("")
-for f in "$@"; do builds+=($(printf "\\x$(printf %x $((65 + ${#builds[@]})))")); flags+=("$f"); done
-if [ -n "${BASE_PATCH:-}" ]; then
-  bp=$(realpath "$BASE_PATCH")  # relative to the repository or absolute
-  rm -rf /tmp/head && mkdir /tmp/head && cp -r cuda tests benchmarks /tmp/head/ &&
-    (cd /tmp/head && git apply -R "$bp")
-  (cd /tmp/head && bash benchmarks/notes/build_driver.sh /tmp/drvA > $OUT/bA.log 2>&1) &
-fi
-for p in ${REV_PATCHES:-}; do
-  b=$(printf "\\x$(printf %x $((65 + ${#builds[@]})))") && builds+=($b) && flags+=("")
-  d=/tmp/rev$b && pp=$(realpath "$p") && rm -rf $d && mkdir $d && cp -r cuda tests benchmarks $d/ &&
-    (cd $d && git apply -R "$pp" && bash benchmarks/notes/build_driver.sh /tmp/drv$b > $OUT/b$b.log 2>&1) &
-  revs+=($b)
-done
+for f in "$@"; do builds+=($(letter ${#builds[@]})); flags+=("$f"); done
 for k in "${!builds[@]}"; do
-  [[ " ${revs[*]:-} " == *" ${builds[$k]} "* ]] && continue
-  [ $k = 0 ] && [ -n "${BASE_PATCH:-}" ] && continue
-  bash benchmarks/notes/build_driver.sh /tmp/drv${builds[$k]} ${flags[$k]} > $OUT/b${builds[$k]}.log 2>&1 &
+  if [ $k = 0 ] && [ -n "${BASE_PATCH:-}" ]; then
+    build_reversed A "$BASE_PATCH" &
+  else
+    bash benchmarks/notes/build_driver.sh /tmp/drv${builds[$k]} ${flags[$k]} > $OUT/b${builds[$k]}.log 2>&1 &
+  fi
+done
+for p in ${REV_PATCHES:-}; do
+  b=$(letter ${#builds[@]})
+  builds+=($b)
+  build_reversed $b "$p" &
 done
 wait
 CASES=${CASES:-NCHW_N1_512_M32_K5,NCHW_N32_28_M512_K5,NCHW_N32_56_M256_K5,NCHW_N1_1024_M32_K5,NCHW_N32_112_M128_K5,NCHW_N1_224_M64_K5,NHWC_N1_512_M32_K5,NHWC_N32_28_M512_K5,NHWC_N32_56_M256_K5,NHWC_N32_112_M128_K5,NHWC_N1_1024_M32_K5,NHWC_N1_512_M32_K3}
