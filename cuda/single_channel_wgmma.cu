@@ -334,6 +334,19 @@ struct TzBand {
     }
   }
 
+  // Band float i, the one-float twin of put4
+  __device__ __forceinline__ static int put1(float* ahi, float* alo, int i, float v) {
+    if constexpr (!RAW) {
+      uint32_t h, l;
+      split_tf32(v, h, l);
+      ahi[i] = __uint_as_float(h);
+      alo[i] = __uint_as_float(l);
+    } else {
+      ahi[i] = v;
+    }
+    return tz_bad(v);
+  }
+
   __device__ __forceinline__ int store_round(float* ahi, float* alo, int total, int i0) const {
     int bad = 0;
 #pragma unroll
@@ -471,16 +484,7 @@ struct TzBand {
 #pragma unroll
           for (int u = 0; u < RU; ++u) {
             const int rr = r0 + i * NW, c = c0 + 32 * u;
-            if (rr >= nb || c >= a.Ws) continue;
-            bad |= tz_bad(e[i][u]);
-            if constexpr (RAW) {
-              ahi[rr * a.Ws + c] = e[i][u];
-            } else {
-              uint32_t h, l;
-              split_tf32(e[i][u], h, l);
-              ahi[rr * a.Ws + c] = __uint_as_float(h);
-              alo[rr * a.Ws + c] = __uint_as_float(l);
-            }
+            if (rr < nb && c < a.Ws) bad |= put1(ahi, alo, rr * a.Ws + c, e[i][u]);
           }
       }
     }
