@@ -1204,6 +1204,12 @@ cudaError_t resolve(const ConvParams& p, const DeviceInfo& dev, Resolved* r) {
   return cudaSuccess;
 }
 
+// The FFMA kernels' launch for `p` on the current device (launch_config and launch share it).
+cudaError_t resolve_on_current(const ConvParams& p, DeviceInfo* dev, Resolved* r) {
+  const cudaError_t err = current_device_info(dev);
+  return err != cudaSuccess ? err : resolve(p, *dev, r);
+}
+
 // Whether every full 4-wide store of this launch lands 16-byte aligned: the output base and
 // the strides of the axes a store does not run along are multiples of 4 floats (tile
 // origins, filter groups and column chunks are multiples of 4 by construction).
@@ -1363,10 +1369,8 @@ cudaError_t single_channel_launch_config(const ConvParams& p, long long out[10])
   }
 #endif
   DeviceInfo dev;
-  err = current_device_info(&dev);
-  if (err != cudaSuccess) return err;
   Resolved r;
-  err = resolve(p, dev, &r);
+  err = resolve_on_current(p, &dev, &r);
   if (err != cudaSuccess) return err;
   const long long v[10] = {r.exact, r.a.order, r.a.RB, r.a.CB, r.a.MB,
                            r.a.prefetch | (r.a.wino << 1), r.threads,
@@ -1387,10 +1391,8 @@ cudaError_t launch_single_channel(const ConvParams& p, const float* x, const flo
   if (wgmma_plan(p)) return launch_single_channel_wgmma(p, x, w, y, stream);
 #endif
   DeviceInfo dev;
-  err = current_device_info(&dev);
-  if (err != cudaSuccess) return err;
   Resolved r;
-  err = resolve(p, dev, &r);
+  err = resolve_on_current(p, &dev, &r);
   if (err != cudaSuccess) return err;
   pointer_args(p, x, w, y, &r);
   if (r.a.wino) {
