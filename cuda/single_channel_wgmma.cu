@@ -73,6 +73,8 @@ struct TzArgs {
   int flat_pad;  // flat_in with the aligned line Ws == W + 4: a band row is x's and a zero float4
   int G, gpr;   // dense segments (plan[6] & 8): groups of 4 output pixels, gpr a row (TzGroup)
   FastDiv gpr_div, oh_div;  // by gpr, OH
+  int rows4;    // a padded band staged in float4 rows (TzBand::store_rows4): lanes a row, 8, 16
+                // or 32; 0: in scalar rows
 };
 
 // Dense segments (plan[6] & 8, A from registers): group G of the output rows' groups of 4 pixels
@@ -388,14 +390,9 @@ struct TzBand {
       }
       return bad;
     }
-    // Padded or strided rows. Narrow ones (Ws <= 128) whose x rows are whole float4s go in
-    // float4s, L >= Ws / 4 lanes a row (session 59, SC_SAME driver, H200, against the scalar
-    // rows: b32 28^2 K5 0.93-0.95x, b32 112^2 K5 NCHW 0.97x, 56^2 0.99x; wider rows, 2 or 5
-    // float4s a lane, ran 1.01-1.05x slower there and keep the scalar path).
-    if (a.Ws <= 128 && (reinterpret_cast<uintptr_t>(x) & 15) == 0 &&
-        ((a.x_sn | a.x_sh | a.W) & 3) == 0 && a.pl >= 0)
-      return bad | store_rows4<4>(x, a, ahi, alo, Rb, nb, tid,
-                                  a.Ws <= 32 ? 8 : a.Ws <= 64 ? 16 : 32);
+    // Padded or strided rows. Narrow ones whose x rows are whole float4s go in float4s,
+    // a.rows4 >= Ws / 4 lanes a row (make_tz_args).
+    if (a.rows4) return bad | store_rows4<4>(x, a, ahi, alo, Rb, nb, tid, a.rows4);
     // Otherwise RR rows x RU column steps of 32 in flight per lane, RU >= the row's J steps
     // where it fits, so that a round trip to DRAM stages RR whole rows (against one row and 4
     // steps a round: b1 512^2 K5 NCHW 0.86x, b32 112^2 K5 0.97x; for J 5..8 one row a round beat
@@ -709,6 +706,13 @@ TzArgs make_tz_args(const ConvParams& p, const float* x) {
               (a.Ws == p.W || ((p.plan[6] & 4) && a.Ws == p.W + 4)) && p.OW + p.KW - 1 == p.W &&
               p.x_sh == p.W && p.x_sn == p.H * p.W && aligned16(x);
   a.flat_pad = a.flat_in && a.Ws == p.W + 4;
+  // Narrow padded rows (Ws <= 128) whose x rows are whole float4s are staged in float4s
+  // (session 59, SC_SAME driver, H200, against the scalar rows: b32 28^2 K5 0.93-0.95x, b32
+  // 112^2 K5 NCHW 0.97x, 56^2 0.99x; wider rows, 2 or 5 float4s a lane, ran 1.01-1.05x slower
+  // there and keep the scalar path).
+  a.rows4 = a.Ws <= 128 && aligned16(x) && (p.x_sn | p.x_sh | p.W) % 4 == 0 && p.pad_left >= 0
+                ? (a.Ws <= 32 ? 8 : a.Ws <= 64 ? 16 : 32)
+                : 0;
   a.G = int(tz_groups(p));
   a.gpr = int(tz_groups_per_row(p));
   a.gpr_div = FastDiv(uint32_t(a.gpr));
