@@ -17,11 +17,12 @@ steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(build info test calibrate bench)
 BENCH_ARGS="${BENCH_ARGS:---set paper-single paper-multi}"
 TEST_ARGS="${TEST_ARGS:-tests -m gpu}"
 K_ARGS=(); [ -z "${TEST_K:-}" ] || K_ARGS=(-k "$TEST_K")
+PYTEST=(python3 -P -m pytest -q -p no:cacheprovider)  # one -q: collect-only lists node ids
 status=0
 # TEST_JOBS pytest processes over the selection's node ids; returns nonzero if any fails.
 parallel_tests() {
   local ids="$OUT/test-ids.txt" j rc=0 pids=() part
-  python3 -P -m pytest --collect-only -q -p no:cacheprovider $TEST_ARGS "${K_ARGS[@]}" 2>/dev/null \
+  "${PYTEST[@]}" --collect-only $TEST_ARGS "${K_ARGS[@]}" 2>/dev/null \
     | grep "::" > "$ids"
   [ -s "$ids" ] || { echo "no tests collected for: $TEST_ARGS"; return 1; }
   echo "$(wc -l < "$ids") tests in $TEST_JOBS processes"
@@ -29,8 +30,7 @@ parallel_tests() {
     awk -v j="$j" -v n="$TEST_JOBS" '(NR - 1) % n == j' "$ids" > "$OUT/test-ids-$j.txt"
     [ -s "$OUT/test-ids-$j.txt" ] || continue
     mapfile -t part < "$OUT/test-ids-$j.txt"  # whole lines: parameter ids may hold spaces
-    XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -P -m pytest -q -p no:cacheprovider "${part[@]}" \
-      > "$OUT/gpu-tests-$j.log" 2>&1 &
+    XLA_PYTHON_CLIENT_PREALLOCATE=false "${PYTEST[@]}" "${part[@]}" > "$OUT/gpu-tests-$j.log" 2>&1 &
     pids+=($!)
   done
   for j in "${pids[@]}"; do wait "$j" || rc=1; done
@@ -48,7 +48,7 @@ for step in "${steps[@]}"; do
            grep -E "ptxas|registers|spill" "$OUT/build.log" | tail -n 20 ;;
     info) python3 -P -m jax_fastconv info 2>&1 | tee "$OUT/info.log"; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv ;;
     test) if [ "${TEST_JOBS:-1}" -gt 1 ]; then parallel_tests || status=1
-          else python3 -P -m pytest -q -p no:cacheprovider $TEST_ARGS "${K_ARGS[@]}" 2>&1 \
+          else "${PYTEST[@]}" $TEST_ARGS "${K_ARGS[@]}" 2>&1 \
                  | tee "$OUT/gpu-tests.log" | tail -n 25 || status=1
           fi ;;
     calibrate) python3 -P -m jax_fastconv calibrate 2>&1 | tee "$OUT/calibrate.log" ;;
